@@ -1,0 +1,116 @@
+"""Organizations, the people and agents in them, and the groups roles map to."""
+
+from django.contrib.auth.base_user import BaseUserManager
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+DEFAULT_ORGANIZATION = "default"
+
+
+class Organization(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class UserManager(BaseUserManager):
+    use_in_migrations = True
+
+    def _create_user(self, email, password, **extra_fields):
+        if not email:
+            raise ValueError("An email address is required.")
+        user = self.model(email=self.normalize_email(email).lower(), **extra_fields)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_user(self, email, password=None, **extra_fields):
+        extra_fields.setdefault("is_staff", False)
+        extra_fields.setdefault("is_superuser", False)
+        return self._create_user(email, password, **extra_fields)
+
+    def create_superuser(self, email, password=None, **extra_fields):
+        extra_fields.setdefault("is_staff", True)
+        extra_fields.setdefault("is_superuser", True)
+        return self._create_user(email, password, **extra_fields)
+
+
+class User(AbstractUser):
+    """A person; they sign in with their email address."""
+
+    username = None
+    email = models.EmailField("email address", unique=True)
+
+    USERNAME_FIELD = "email"
+    REQUIRED_FIELDS: list[str] = []
+
+    objects = UserManager()
+
+    class Meta:
+        ordering = ["email"]
+
+    def __str__(self) -> str:
+        return self.email
+
+    @property
+    def ref(self) -> str:
+        return f"u_{self.pk}"
+
+
+class Membership(models.Model):
+    """A person's place in one organization; operators see escalations and may cancel runs."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="membership")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    is_operator = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.organization}"
+
+
+class Group(models.Model):
+    """A group of people in one organization; a process role is bound to one at publication."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="groups")
+    name = models.CharField(max_length=100)
+    members = models.ManyToManyField(User, blank=True, related_name="process_groups")
+
+    class Meta:
+        ordering = ["organization", "name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="group_name_unique_in_org")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.organization})"
+
+    @property
+    def ref(self) -> str:
+        return f"g_{self.pk}"
+
+
+class Agent(models.Model):
+    """A program that calls the tools with an OAuth client of its own."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=100)
+    client = models.OneToOneField(
+        "allauth_idp_oidc.Client", null=True, blank=True, on_delete=models.SET_NULL, related_name="agent"
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["organization", "name"]
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="agent_name_unique_in_org")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.organization})"
+
+    @property
+    def ref(self) -> str:
+        return f"a_{self.pk}"

@@ -1,0 +1,174 @@
+"""Runs, the state of their steps, leases, uploads, held events and idempotency records.
+
+Only runs.engine changes these rows; everything else reads them.
+"""
+
+from django.db import models
+
+from accounts.models import Organization
+from processes.models import ProcessVersion
+
+
+class RunState(models.TextChoices):
+    ACTIVE = "active"
+    WAITING = "waiting"
+    ENDED = "ended"
+    CANCELLED = "cancelled"
+
+
+class StepState(models.TextChoices):
+    READY = "ready"
+    CLAIMED = "claimed"
+    WAITING = "waiting"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Mode(models.TextChoices):
+    LIVE = "live"
+    TEST = "test"
+
+
+class Run(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
+    version = models.ForeignKey(ProcessVersion, on_delete=models.PROTECT, related_name="runs")
+    process_name = models.CharField(max_length=64)
+    mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.LIVE)
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.ACTIVE)
+    outcome = models.CharField(max_length=200, null=True, blank=True)
+    ended = models.JSONField(null=True, blank=True)
+    started_by = models.CharField(max_length=64)
+    initiator = models.ForeignKey(
+        "accounts.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="started_runs"
+    )
+    # Run data exactly as the protocol shows it (spec §3.1), without the signed file URLs.
+    data = models.JSONField(default=dict)
+    seq = models.PositiveIntegerField(default=0)
+    # The earliest moment time alone changes this run (a lease ends, a wait passes, a deadline).
+    wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    started_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["organization", "state", "started_at"], name="run_org_state"),
+            models.Index(fields=["organization", "process_name", "started_at"], name="run_org_process"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return f"r_{self.pk}"
+
+    @property
+    def is_over(self) -> bool:
+        return self.state in (RunState.ENDED, RunState.CANCELLED)
+
+
+class RunStep(models.Model):
+    """One declared step of one run; its state is the protocol's step state."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_rows")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    step_id = models.CharField(max_length=64)
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16)
+    state = models.CharField(max_length=16, choices=StepState.choices, null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    ready_seq = models.PositiveIntegerField(default=0)
+    done_seq = models.PositiveIntegerField(default=0)
+    ready_since = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    overdue = models.BooleanField(default=False)
+    overdue_noticed = models.BooleanField(default=False)
+    wake_at = models.DateTimeField(null=True, blank=True)
+    handoff = models.JSONField(null=True, blank=True)
+    progress = models.TextField(null=True, blank=True)
+    escalation = models.JSONField(null=True, blank=True)
+    lease = models.ForeignKey("Lease", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="one_row_per_step")]
+        indexes = [models.Index(fields=["organization", "kind", "state", "ready_since"], name="step_ready_work")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.step_id}"
+
+
+class Lease(models.Model):
+    """One issued claim token; renewing issues a new lease and ends the old one."""
+
+    public_id = models.CharField(max_length=32, unique=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="leases")
+    step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="leases")
+    holder = models.CharField(max_length=64)
+    issued_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"lease {self.public_id[:8]}… on {self.step}"
+
+
+class Upload(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="uploads")
+    public_id = models.CharField(max_length=40, unique=True)
+    file_name = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=160)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    content = models.BinaryField()
+    uploaded_by = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "public_id"], name="upload_org_id")]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.file_name}"
+
+
+class Event(models.Model):
+    """An event sent to a run: held until a wait_for consumes it or the run ends (spec §3.6)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    name = models.CharField(max_length=64)
+    data = models.JSONField(null=True, blank=True)
+    sent_by = models.CharField(max_length=64)
+    sent_at = models.DateTimeField()
+    consumed_by = models.CharField(max_length=64, null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    discarded = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["sent_at", "id"]
+        indexes = [models.Index(fields=["run", "name", "consumed_by"], name="event_held")]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.run_id}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first successful result of a write, replayed for the same requestId (spec §4)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    request_id = models.CharField(max_length=128)
+    tool = models.CharField(max_length=32)
+    fingerprint = models.CharField(max_length=64)
+    result = models.JSONField()
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "request_id"], name="request_id_unique_in_org")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.request_id}"

@@ -1,0 +1,68 @@
+"""Work items for people and the notifications sent about them."""
+
+from django.conf import settings
+from django.db import models
+
+from accounts.models import Group, Organization
+from runs.models import Run, RunStep
+
+
+class WorkItemState(models.TextChoices):
+    OPEN = "open"
+    DECIDED = "decided"
+    REMOVED = "removed"
+
+
+class WorkItem(models.Model):
+    """A person step, or an escalated agent step, waiting for a decision (spec §3.4)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="work_items")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="work_items")
+    step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="work_items")
+    kind = models.CharField(max_length=16)
+    state = models.CharField(max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN)
+    assigned_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    assigned_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    assigned_person = models.CharField(max_length=254, null=True, blank=True)
+    for_operators = models.BooleanField(default=False)
+    escalation = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    decision = models.CharField(max_length=16, null=True, blank=True)
+    decided_by = models.CharField(max_length=64, null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["organization", "state", "assigned_group", "created_at"], name="item_group_inbox"),
+            models.Index(fields=["organization", "state", "assigned_user", "created_at"], name="item_user_inbox"),
+            models.Index(fields=["organization", "state", "for_operators", "created_at"], name="item_ops_inbox"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def public_id(self) -> str:
+        return f"w_{self.pk}"
+
+
+class Notification(models.Model):
+    """An in-app notice (overdue work), listed in the recipient's inbox."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    work_item = models.ForeignKey(WorkItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    step_id = models.CharField(max_length=64)
+    kind = models.CharField(max_length=32)
+    text = models.TextField()
+    created_at = models.DateTimeField()
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.user}"
