@@ -98,9 +98,8 @@ class Agent(models.Model):
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
     name = models.CharField(max_length=100)
-    client = models.OneToOneField(
-        "allauth_idp_oidc.Client", null=True, blank=True, on_delete=models.SET_NULL, related_name="agent"
-    )
+    # The allauth OAuth client's id; a string, so accounts' migrations need not follow allauth's.
+    client_id = models.CharField(max_length=100, unique=True, null=True, blank=True)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
