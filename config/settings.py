@@ -150,8 +150,10 @@ ACCOUNT_EMAIL_VERIFICATION = os.environ.get("ACCOUNT_EMAIL_VERIFICATION", "none"
 ACCOUNT_ADAPTER = "accounts.adapters.AccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 
+# --- OAuth 2.1 authorization server (allauth.idp.oidc) ---
 IDP_OIDC_PRIVATE_KEY = os.environ.get("IDP_OIDC_PRIVATE_KEY", "")
 IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
+# --- end OAuth ---
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

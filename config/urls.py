@@ -4,5 +4,6 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
-    path("", include("allauth.idp.urls")),
+    path("", include("accounts.urls")),
+    path("", include("runs.urls")),
 ]

@@ -1,0 +1,42 @@
+"""What this server offers: the tools and the profiles it can honour now (describe, publication)."""
+
+from django.conf import settings
+
+TOOLS = (
+    "describe",
+    "list_processes",
+    "start_run",
+    "get_run",
+    "get_work",
+    "claim",
+    "renew",
+    "upload",
+    "submit",
+    "escalate",
+    "decide",
+    "cancel",
+    "send_event",
+    "list_runs",
+)
+
+# Profiles the engine implements; check-1 is honoured only while an evaluator is configured.
+IMPLEMENTED_PROFILES = ()
+
+
+def evaluator_configured() -> bool:
+    return bool(settings.CHECK_EVALUATOR_URL and settings.CHECK_EVALUATOR_MODEL)
+
+
+def enabled_profiles() -> frozenset[str]:
+    profiles = {p for p in IMPLEMENTED_PROFILES if p != "check-1" or evaluator_configured()}
+    return frozenset(profiles)
+
+
+def check_unavailable_reason() -> str | None:
+    if "check-1" not in IMPLEMENTED_PROFILES:
+        return None
+    return None if evaluator_configured() else "no evaluator is configured (CHECK_EVALUATOR_URL)"
+
+
+def offered_tools() -> frozenset[str]:
+    return frozenset(TOOLS)
