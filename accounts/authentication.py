@@ -1,11 +1,55 @@
-"""Placeholder; replaced by the OAuth bearer-token authentication."""
+"""Who is calling the API: an OAuth bearer token (always an agent client) or a person's browser session."""
+
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+
+from accounts.identity import Identity
+from accounts.oauth import absolute_url, identity_for_token
+
+REALM = "agentprocess"
 
 
 class BearerTokenAuthentication(BaseAuthentication):
+    """Authenticate `Authorization: Bearer <token>` with an access token from our authorization server."""
+
     def authenticate(self, request):
-        return None
+        scheme, _, raw_token = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+        if scheme.lower() != "bearer":
+            # Not ours: let the session (or nothing) decide.
+            return None
+        raw_token = raw_token.strip()
+        if not raw_token:
+            raise AuthenticationFailed("The bearer token is missing.")
+        # The token must be good for the URL being called (RFC 8707), as the protected resource sees it.
+        identity = identity_for_token(raw_token, resource=absolute_url(request, request.path_info))
+        if identity is None:
+            raise AuthenticationFailed("The bearer token is invalid, expired or revoked.")
+        return identity.user, identity
+
+    def authenticate_header(self, request):
+        return f'Bearer realm="{REALM}"'
 
 
 class SameOriginSessionAuthentication(SessionAuthentication):
-    pass
+    """Authenticate a signed-in person's browser session, CSRF-checked, as their human identity."""
+
+    def authenticate(self, request):
+        user = getattr(request._request, "user", None)
+        if not user or not user.is_active:
+            return None
+        # Django's CSRF check also refuses an Origin header that is not this site or a trusted origin.
+        self.enforce_csrf(request)
+        identity = Identity.for_user(user)
+        if identity is None:
+            raise AuthenticationFailed(
+                "You are signed in but belong to no organization; ask an administrator."
+            )
+        return user, identity
+
+
+class HasIdentity(BasePermission):
+    """Allow a request only when an authentication class above identified the caller."""
+
+    def has_permission(self, request, view):
+        return isinstance(request.auth, Identity)

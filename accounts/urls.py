@@ -1,5 +1,26 @@
 from django.urls import include, path
 
+from accounts import views
+from accounts.oauth import MCP_PATH
+
 urlpatterns = [
+    path(
+        ".well-known/oauth-authorization-server",
+        views.authorization_server_metadata,
+        name="oauth-authorization-server",
+    ),
+    path(
+        ".well-known/oauth-protected-resource",
+        views.protected_resource_metadata,
+        name="oauth-protected-resource",
+    ),
+    # RFC 9728 §3.1: the well-known segment goes before the resource's path.
+    path(
+        f".well-known/oauth-protected-resource{MCP_PATH}",
+        views.protected_resource_metadata,
+        {"resource_path": MCP_PATH},
+        name="oauth-protected-resource-mcp",
+    ),
+    # allauth's OpenID provider: /.well-known/openid-configuration, /.well-known/jwks.json, /identity/o/...
     path("", include("allauth.idp.urls")),
 ]

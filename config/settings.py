@@ -151,8 +151,47 @@ ACCOUNT_ADAPTER = "accounts.adapters.AccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 
 # --- OAuth 2.1 authorization server (allauth.idp.oidc) ---
-IDP_OIDC_PRIVATE_KEY = os.environ.get("IDP_OIDC_PRIVATE_KEY", "")
+def development_oidc_key(path: Path) -> str:
+    """Return the PEM at path, generating a 2048-bit RSA key there (mode 0600) on first use."""
+    if not path.exists():
+        import tempfile
+
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates the file 0600; linking it into place is atomic and refuses to overwrite,
+        # so two processes starting at once agree on one key and never read a half-written file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".oidc-key-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(pem)
+            try:
+                os.link(tmp, path)
+                warnings.warn(
+                    f"IDP_OIDC_PRIVATE_KEY is not set: generated a development signing key at {path}.",
+                    stacklevel=1,
+                )
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    return path.read_text()
+
+
+# The PEM may arrive from an env file with its newlines escaped.
+IDP_OIDC_PRIVATE_KEY = os.environ.get("IDP_OIDC_PRIVATE_KEY", "").replace("\\n", "\n") or development_oidc_key(
+    VAR_DIR / "oidc-private-key.pem"
+)
 IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
+# Opaque tokens are checked with one indexed lookup of their hash, and revoking one takes effect at once.
+IDP_OIDC_ACCESS_TOKEN_FORMAT = "opaque"
+# Issuer and metadata URLs from PUBLIC_URL, URL-safe client secrets, the API scope in the metadata.
+IDP_OIDC_ADAPTER = "accounts.oauth.OIDCAdapter"
 # --- end OAuth ---
 
 LANGUAGE_CODE = "en-us"
@@ -204,7 +243,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["runs.api.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["runs.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "runs.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,

@@ -1,10 +1,82 @@
-from rest_framework.parsers import JSONParser
+"""The agent tools over REST: `POST /api/tools/<tool>` with the tool's arguments as the JSON body."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from processes.capabilities import TOOLS
 
-class StrictJSONParser(JSONParser):
-    pass
+from . import files
+from .errors import Invalid, Retry, ToolError
+from .tools import call_tool
+
+log = logging.getLogger(__name__)
+
+STATUS_UNAUTHENTICATED = 401
+
+
+def envelope_error(error: dict, http_status: int, headers: dict | None = None) -> Response:
+    return Response({"ok": False, "error": error}, status=http_status, headers=headers)
 
 
 def exception_handler(exc, context):
+    """Render the errors this API knows as the tools.md envelope; anything else stays a 500."""
+    if isinstance(exc, ToolError):
+        return envelope_error(exc.as_error(), exc.status)
+    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+        response = drf_exception_handler(exc, context)
+        headers = {"WWW-Authenticate": response.get("WWW-Authenticate", 'Bearer realm="agentprocess"')}
+        return envelope_error(
+            {"code": "forbidden", "message": f"Authentication required: {exc.detail}"},
+            STATUS_UNAUTHENTICATED,
+            headers,
+        )
+    if isinstance(exc, exceptions.ParseError):
+        return envelope_error({"code": "invalid", "message": str(exc.detail), "issues": ["body: not JSON"]}, 400)
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return envelope_error({"code": "invalid", "message": str(exc.detail)}, 415)
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return envelope_error({"code": "invalid", "message": str(exc.detail)}, 405)
+    if isinstance(exc, exceptions.PermissionDenied):
+        return envelope_error({"code": "forbidden", "message": str(exc.detail)}, 403)
     return drf_exception_handler(exc, context)
+
+
+class ToolView(APIView):
+    """One tool call; the response is always the tools.md envelope."""
+
+    @extend_schema(
+        operation_id="call_tool",
+        parameters=[OpenApiParameter("tool", str, OpenApiParameter.PATH, enum=list(TOOLS))],
+        request={"application/json": {"type": "object"}},
+        responses={200: {"type": "object"}, 400: {"type": "object"}, 401: {"type": "object"}},
+        examples=[OpenApiExample("describe", value={})],
+        description="Call one agentprocess tool. The body is the tool's arguments (tools.md); the response "
+        "is `{ok: true, data}` or `{ok: false, error: {code, message, issues?}}`.",
+    )
+    def post(self, request, tool: str):
+        identity = request.auth
+        if identity is None:
+            raise exceptions.NotAuthenticated("send a bearer token (Authorization: Bearer …) or sign in")
+        token = files.base_url.set(request.build_absolute_uri("/").rstrip("/"))
+        try:
+            try:
+                arguments = request.data
+            except RequestDataTooBig as exc:
+                raise Invalid("The request body is larger than this server accepts.", ["body: too large"]) from exc
+            data = call_tool(identity, tool, arguments)
+        except (OperationalError, InterfaceError) as exc:
+            log.warning("tool %s: database unavailable: %s", tool, exc)
+            error = Retry("The database is briefly unavailable; retry with the same requestId.")
+            return envelope_error(error.as_error(), error.status)
+        finally:
+            files.base_url.reset(token)
+        return Response({"ok": True, "data": data}, status=status.HTTP_200_OK)

@@ -92,6 +92,8 @@ class RunStep(models.Model):
     lease = models.ForeignKey("Lease", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.CharField(max_length=64, null=True, blank=True)
+    # Where the latest completion went: a step id, or `join` for a branch that finished (parallel-1).
+    went_to = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         ordering = ["run", "position"]

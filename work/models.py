@@ -60,6 +60,8 @@ class Notification(models.Model):
     text = models.TextField()
     created_at = models.DateTimeField()
     read_at = models.DateTimeField(null=True, blank=True)
+    # Set when an email is owed; cleared once it is sent after the commit. Test runs never owe one.
+    email_pending = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]

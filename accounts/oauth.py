@@ -1,0 +1,161 @@
+"""Agents' OAuth clients and the bearer tokens they call the API with (allauth.idp.oidc underneath)."""
+
+from __future__ import annotations
+
+import secrets
+from urllib.parse import urlsplit
+
+from allauth.idp.oidc.adapter import DefaultOIDCAdapter, get_adapter
+from allauth.idp.oidc.models import Client, Token
+from django.conf import settings
+from django.contrib.auth.hashers import make_password
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest
+from django.urls import get_script_prefix
+
+from accounts.identity import AGENT, Identity
+from accounts.models import Agent, Organization, User
+
+# The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
+API_SCOPE = "agentprocess"
+MCP_PATH = "/mcp"
+
+
+class AgentNameTaken(ValueError):
+    """An agent of that name already exists in the organization."""
+
+
+def _request_base_url(request: HttpRequest) -> str:
+    return request.build_absolute_uri(get_script_prefix()).rstrip("/")
+
+
+def server_base_url(request: HttpRequest | None) -> str:
+    """Return the server's absolute base URL, without a trailing slash: PUBLIC_URL, else the request's."""
+    if settings.PUBLIC_URL:
+        return settings.PUBLIC_URL.rstrip("/")
+    if request is None:
+        return ""
+    return _request_base_url(request)
+
+
+def absolute_url(request: HttpRequest | None, path: str) -> str:
+    """Return the absolute URL of path, a path inside this server (no script prefix)."""
+    return server_base_url(request) + path
+
+
+def protected_resource_metadata_url(request: HttpRequest | None, resource_path: str = "") -> str:
+    """Return the URL of the RFC 9728 document for the resource at resource_path (root form when empty)."""
+    return absolute_url(request, "/.well-known/oauth-protected-resource" + resource_path)
+
+
+def issuer() -> str:
+    """Return the authorization server's issuer identifier."""
+    return get_adapter().get_issuer()
+
+
+class OIDCAdapter(DefaultOIDCAdapter):
+    """allauth's adapter, made to name this server by PUBLIC_URL and to hand out URL-safe secrets."""
+
+    def get_issuer(self) -> str:
+        return server_base_url(self.request)
+
+    def generate_client_secret(self) -> str:
+        # The default alphabet has characters such as '%' and '+' that clients which form-encode
+        # client_secret_basic credentials (RFC 6749 §2.3.1) would alter; allauth does not decode them.
+        return secrets.token_urlsafe(48)
+
+    def populate_server_metadata(self, data: dict) -> None:
+        request = self.request
+        if request is not None and settings.PUBLIC_URL:
+            # allauth builds its endpoint URLs from the request; behind a proxy they must be the public ones.
+            local, public = _request_base_url(request), server_base_url(request)
+            for key, value in data.items():
+                if isinstance(value, str) and (value == local or value.startswith(local + "/")):
+                    data[key] = public + value[len(local) :]
+        data["issuer"] = self.get_issuer()
+        scopes = list(data.get("scopes_supported") or [])
+        if API_SCOPE not in scopes:
+            scopes.append(API_SCOPE)
+        data["scopes_supported"] = scopes
+
+
+def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, str]:
+    """Create an agent and its confidential client-credentials client; return (agent, client_id, secret)."""
+    if Agent.objects.filter(organization=organization, name=name).exists():
+        raise AgentNameTaken(name)
+    secret = get_adapter().generate_client_secret()
+    client = Client(
+        name=f"{organization.slug}/{name}"[:100],
+        # Passing the hash here keeps Client's default from hashing a throwaway secret (slow on purpose).
+        secret=make_password(secret),
+        type=Client.Type.CONFIDENTIAL,
+        skip_consent=False,
+    )
+    # Client credentials only: no redirect URIs, response types or refresh tokens, so nothing here can
+    # ever act for a person.
+    client.set_grant_types([Client.GrantType.CLIENT_CREDENTIALS])
+    client.set_response_types([])
+    client.set_redirect_uris([])
+    client.set_scopes([API_SCOPE])
+    client.set_default_scopes([API_SCOPE])
+    try:
+        with transaction.atomic():
+            client.save(force_insert=True)
+            agent = Agent.objects.create(organization=organization, name=name, client_id=client.id)
+    except IntegrityError as exc:
+        # Another process created the same name between the check and the insert.
+        if Agent.objects.filter(organization=organization, name=name).exists():
+            raise AgentNameTaken(name) from exc
+        raise
+    return agent, client.id, secret
+
+
+def _covers(granted: str, expected: str) -> bool:
+    """Tell whether the resource a token was issued for includes the expected resource URL."""
+    g, e = urlsplit(granted), urlsplit(expected)
+    if (g.scheme.lower(), g.netloc.lower()) != (e.scheme.lower(), e.netloc.lower()):
+        return False
+    prefix = g.path.rstrip("/")
+    return e.path.rstrip("/") == prefix or e.path.startswith(prefix + "/")
+
+
+def _person_identity(user: User) -> Identity | None:
+    membership = getattr(user, "membership", None)
+    if not user.is_active or membership is None:
+        return None
+    # Every bearer token is an agent client, even one a person signed in for (spec §6 rule 4).
+    return Identity(
+        organization=membership.organization,
+        kind=AGENT,
+        ref=user.ref,
+        user=user,
+        via_client=True,
+        is_operator=membership.is_operator,
+    )
+
+
+def identity_for_token(raw_token: str, *, resource: str | None = None) -> Identity | None:
+    """Return the identity an access token stands for, or None when it is unknown, expired or unusable."""
+    if not raw_token:
+        return None
+    token = (
+        Token.objects.valid()
+        .filter(type=Token.Type.ACCESS_TOKEN, hash=get_adapter().hash_token(raw_token))
+        .select_related("user__membership__organization")
+        .first()
+    )
+    if token is None or token.client_id is None:
+        return None
+    # `resource` is the URL being called: a token issued for named resources (RFC 8707) is good only
+    # where one of them is, or contains, that URL; a token that names none is good anywhere here.
+    granted = token.get_resources()
+    if resource is not None and granted and not any(_covers(g, resource) for g in granted):
+        return None
+    if token.user_id is not None:
+        return _person_identity(token.user)
+    agent = (
+        Agent.objects.select_related("organization").filter(client_id=token.client_id, is_active=True).first()
+    )
+    if agent is None:
+        return None
+    return Identity.for_agent(agent)

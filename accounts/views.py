@@ -1,0 +1,40 @@
+"""OAuth discovery documents: authorization server (RFC 8414) and protected resource (RFC 9728)."""
+
+import json
+
+from allauth.idp.oidc import views as oidc_views
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.http import require_safe
+
+from accounts.oauth import API_SCOPE, absolute_url, issuer
+
+
+def _public(response: JsonResponse) -> JsonResponse:
+    # Browser-based clients read discovery documents cross-origin; they hold nothing secret.
+    response["Access-Control-Allow-Origin"] = "*"
+    response["Cache-Control"] = "max-age=3600"
+    return response
+
+
+@login_not_required
+@require_safe
+def authorization_server_metadata(request: HttpRequest) -> JsonResponse:
+    """Serve the RFC 8414 document: allauth's OpenID configuration, which our adapter completes."""
+    # One builder for both documents, so /.well-known/openid-configuration never disagrees with this one.
+    data = json.loads(oidc_views.configuration(request).content)
+    return _public(JsonResponse(data))
+
+
+@login_not_required
+@require_safe
+def protected_resource_metadata(request: HttpRequest, resource_path: str = "") -> JsonResponse:
+    """Serve the RFC 9728 document for the whole server, or for the resource at resource_path."""
+    data = {
+        "resource": absolute_url(request, resource_path),
+        "authorization_servers": [issuer()],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": [API_SCOPE],
+        "resource_name": "agentprocess server",
+    }
+    return _public(JsonResponse(data))

@@ -1,0 +1,848 @@
+"""Every transition of a run, its steps and its work items, in one place (spec §3, §6).
+
+A write opens one transaction (in runs.tools), locks the run row with `load_for_write`, applies
+whatever time has made due, performs its change through the functions below, and calls `flush`.
+Everything a change triggers (a next step, a wait already past, a held event, a join, a finish)
+is applied before `flush` returns, so the run view a write returns is already complete.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections import deque
+from dataclasses import dataclass, field
+
+import rfc8785
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.identity import Identity
+from accounts.models import User
+from processes.definition import JOIN, Definition, StepDef, definition_for
+from processes.models import RoleBinding
+
+from . import leases
+from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
+from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale
+from .models import Event, Lease, Run, RunState, RunStep, StepState, Upload
+
+SERVER = "server"
+ACTIVE_STATES = (StepState.READY, StepState.CLAIMED, StepState.WAITING)
+
+# The only step-state changes the engine makes; None is "not currently reached" (spec §3.5).
+STEP_TRANSITIONS: dict[str | None, frozenset[str | None]] = {
+    None: frozenset({StepState.READY, StepState.WAITING, StepState.DONE, StepState.FAILED}),
+    StepState.READY: frozenset({StepState.CLAIMED, StepState.CANCELLED, StepState.FAILED}),
+    StepState.CLAIMED: frozenset({StepState.READY, StepState.DONE, StepState.WAITING, StepState.CANCELLED}),
+    StepState.WAITING: frozenset(
+        {StepState.DONE, StepState.READY, StepState.FAILED, StepState.CANCELLED, StepState.WAITING}
+    ),
+    StepState.DONE: frozenset({None, StepState.READY, StepState.WAITING, StepState.DONE, StepState.FAILED}),
+    StepState.FAILED: frozenset(),
+    StepState.CANCELLED: frozenset(),
+}
+
+
+class IllegalTransition(Exception):
+    """A bug: the engine tried a state change the transition table does not allow."""
+
+
+def iso(moment: dt.datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def snapshot_of(data: dict) -> str:
+    """Hash run data as a decision's snapshot (spec §3.4)."""
+    return hashlib.sha256(rfc8785.dumps(data)).hexdigest()
+
+
+def data_size(data: dict) -> int:
+    return len(rfc8785.dumps(data))
+
+
+@dataclass
+class Txn:
+    """One run loaded under its lock, with everything a write may change."""
+
+    run: Run
+    definition: Definition
+    steps: dict[str, RunStep]
+    now: dt.datetime
+    dirty: set[str] = field(default_factory=set)
+    queue: deque = field(default_factory=deque)
+    new_leases: list[Lease] = field(default_factory=list)
+    _items: list | None = None
+    new_items: list = field(default_factory=list)
+    dirty_items: list = field(default_factory=list)
+    notices: list[tuple[str, int]] = field(default_factory=list)
+    discard_events: bool = False
+    consumed: list[Event] = field(default_factory=list)
+
+    def step(self, step_id: str) -> RunStep:
+        return self.steps[step_id]
+
+    def open_items(self) -> list:
+        from work.models import WorkItem, WorkItemState
+
+        if self._items is None:
+            self._items = list(WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN))
+        return self._items
+
+    def touch(self, row: RunStep) -> None:
+        self.dirty.add(row.step_id)
+
+    def next_seq(self) -> int:
+        self.run.seq += 1
+        return self.run.seq
+
+
+def set_state(txn: Txn, row: RunStep, state: str | None) -> None:
+    """Change a step's state through the transition table; anything else is a bug."""
+    if state not in STEP_TRANSITIONS[row.state]:
+        raise IllegalTransition(f"{row.step_id}: {row.state} → {state}")
+    row.state = state
+    txn.touch(row)
+
+
+# --- loading and saving -------------------------------------------------------------------------
+
+
+def load_for_write(run_id: int, *, organization=None, now: dt.datetime | None = None) -> Txn:
+    """Lock the run row, load its steps and apply what time has made due; needs an open transaction."""
+    runs = Run.objects.select_for_update(of=("self",)).select_related("version")
+    if organization is not None:
+        runs = runs.filter(organization=organization)
+    locked = runs.get(pk=run_id)
+    txn = Txn(
+        run=locked,
+        definition=definition_for(locked.version),
+        steps={row.step_id: row for row in RunStep.objects.filter(run=locked)},
+        now=now or timezone.now(),
+    )
+    if not locked.is_over:
+        apply_time(txn)
+    return txn
+
+
+def flush(txn: Txn) -> None:
+    """Save everything the write changed and schedule its side effects for after the commit."""
+    from work.models import WorkItem
+
+    run = txn.run
+    if not run.is_over:
+        run.state = derive_run_state(txn)
+    run.wake_at = None if run.is_over else next_wake(txn)
+    run.updated_at = txn.now
+    run.save(update_fields=["state", "outcome", "ended", "data", "seq", "wake_at", "updated_at"])
+    new_rows = [row for row in txn.steps.values() if row.pk is None]
+    if new_rows:
+        RunStep.objects.bulk_create(new_rows)
+    if txn.new_leases:
+        Lease.objects.bulk_create(txn.new_leases)
+    changed = [txn.steps[s] for s in txn.dirty if txn.steps[s] not in new_rows]
+    if changed:
+        RunStep.objects.bulk_update(changed, STEP_FIELDS)
+    if txn.new_items:
+        WorkItem.objects.bulk_create(txn.new_items)
+    if txn.dirty_items:
+        WorkItem.objects.bulk_update(txn.dirty_items, ["state", "decision", "decided_by", "decided_at"])
+    for event in txn.consumed:
+        event.save(update_fields=["consumed_by", "consumed_at"])
+    if txn.discard_events:
+        Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
+    if txn.notices:
+        from work.notifications import record_overdue
+
+        for step_id, _attempt in txn.notices:
+            record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+        transaction.on_commit(_after_commit(run.pk))
+
+
+def _after_commit(run_id: int):
+    def send():
+        from work.notifications import send_pending_email
+
+        send_pending_email(run_id=run_id)
+
+    return send
+
+
+STEP_FIELDS = [
+    "state",
+    "attempt",
+    "ready_seq",
+    "done_seq",
+    "ready_since",
+    "due_at",
+    "overdue",
+    "overdue_noticed",
+    "wake_at",
+    "handoff",
+    "progress",
+    "escalation",
+    "lease",
+    "lease_expires_at",
+    "claimed_by",
+    "went_to",
+]
+
+
+def derive_run_state(txn: Txn) -> str:
+    """`active` while any step is ready or claimed, else `waiting` (spec §3.5)."""
+    if any(row.state in (StepState.READY, StepState.CLAIMED) for row in txn.steps.values()):
+        return RunState.ACTIVE
+    return RunState.WAITING
+
+
+def next_wake(txn: Txn) -> dt.datetime | None:
+    moments = []
+    for row in txn.steps.values():
+        if row.state == StepState.CLAIMED and row.lease_expires_at:
+            moments.append(row.lease_expires_at)
+        if row.state == StepState.WAITING and row.wake_at:
+            moments.append(row.wake_at)
+        if row.state in ACTIVE_STATES and row.due_at and not row.overdue:
+            moments.append(row.due_at)
+    return min(moments) if moments else None
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+
+def apply_time(txn: Txn) -> None:
+    """Apply every ended lease, passed wait, timeout and deadline up to `txn.now`."""
+    now = txn.now
+    for row in list(txn.steps.values()):
+        if txn.run.is_over:
+            return
+        if row.state == StepState.CLAIMED and row.lease_expires_at and row.lease_expires_at <= now:
+            _expire_lease(txn, row)
+        if row.state == StepState.WAITING and row.wake_at and row.wake_at <= now:
+            _wake(txn, row)
+        if row.state in ACTIVE_STATES and row.due_at and row.due_at <= now and not row.overdue:
+            row.overdue = True
+            if not row.overdue_noticed:
+                row.overdue_noticed = True
+                txn.notices.append((row.step_id, row.attempt))
+            txn.touch(row)
+    drain(txn)
+
+
+def _expire_lease(txn: Txn, row: RunStep) -> None:
+    set_state(txn, row, StepState.READY)
+    if row.progress:
+        row.handoff = {**(row.handoff or {}), "progress": row.progress}
+    _clear_claim(row)
+
+
+def _clear_claim(row: RunStep) -> None:
+    row.lease = None
+    row.lease_expires_at = None
+    row.claimed_by = None
+
+
+def _wake(txn: Txn, row: RunStep) -> None:
+    step = txn.definition[row.step_id]
+    row.wake_at = None
+    if step.kind == "wait_for":
+        complete(txn, row, {"by": SERVER, "at": iso(txn.now)}, step.on_timeout)
+    else:
+        complete(txn, row, {"by": SERVER, "at": iso(txn.now)}, step.next)
+
+
+# --- reaching steps -------------------------------------------------------------------------------
+
+
+def reach(txn: Txn, step_id: str) -> None:
+    """Make a step ready (or waiting); the work is done in `drain`, so chains never recurse."""
+    txn.queue.append(step_id)
+
+
+def drain(txn: Txn) -> None:
+    while txn.queue and not txn.run.is_over:
+        _arrive(txn, txn.queue.popleft())
+
+
+def _arrive(txn: Txn, step_id: str) -> None:
+    step = txn.definition[step_id]
+    row = txn.steps[step_id]
+    now = txn.now
+    row.ready_seq = txn.next_seq()
+    row.went_to = None
+    row.wake_at = None
+    txn.touch(row)
+    if step.kind == "finish":
+        set_state(txn, row, StepState.DONE)
+        row.done_seq = row.ready_seq
+        end_run(txn, state=RunState.ENDED, outcome=step.value, by=SERVER, note=None)
+        return
+    if step.kind in ("agent", "task", "approve"):
+        row.attempt += 1
+        row.ready_since = now
+        row.handoff = None
+        row.progress = None
+        row.escalation = None
+        row.overdue = False
+        row.overdue_noticed = False
+        row.due_at = now + dt.timedelta(seconds=step.due_seconds) if step.due_seconds else None
+    if step.kind == "agent":
+        set_state(txn, row, StepState.READY)
+    elif step.is_person:
+        set_state(txn, row, StepState.WAITING)
+        _open_person_item(txn, step, row)
+    elif step.kind == "wait":
+        set_state(txn, row, StepState.WAITING)
+        row.wake_at = now + dt.timedelta(seconds=parse_wait(step.value))
+    elif step.kind == "wait_until":
+        value = read_path(txn.run.data, step.value)
+        moment = parse_datetime(value)
+        if moment is None:
+            shown = "missing" if value is None else "not a datetime"
+            fail_by_server(txn, row, f"{step.value} is {shown}; wait_until needs an RFC 3339 datetime.")
+            return
+        set_state(txn, row, StepState.WAITING)
+        if moment <= now:
+            complete(txn, row, {"by": SERVER, "at": iso(now)}, step.next)
+        else:
+            row.wake_at = moment
+    elif step.kind == "wait_for":
+        set_state(txn, row, StepState.WAITING)
+        held = (
+            Event.objects.filter(run=txn.run, name=step.value, consumed_by__isnull=True, discarded=False)
+            .exclude(pk__in=[e.pk for e in txn.consumed])
+            .order_by("sent_at", "id")
+            .first()
+        )
+        if held is not None:
+            consume_event(txn, row, held)
+        elif step.timeout_seconds:
+            row.wake_at = now + dt.timedelta(seconds=step.timeout_seconds)
+    elif step.kind == "parallel":
+        set_state(txn, row, StepState.WAITING)
+        for entry in step.entries:
+            reach(txn, entry)
+
+
+def parse_wait(value: str) -> int:
+    from processes.definition import duration_seconds
+
+    return duration_seconds(value) or 0
+
+
+def read_path(data: dict, path: str):
+    """Read `inputs.<f>` or `steps.<id>.output.<f>` from run data; None when absent."""
+    parts = path.split(".")
+    if parts[0] == "inputs" and len(parts) == 2:
+        return data.get("inputs", {}).get(parts[1])
+    if parts[0] == "steps" and len(parts) == 4 and parts[2] == "output":
+        return ((data.get("steps", {}).get(parts[1]) or {}).get("output") or {}).get(parts[3])
+    return None
+
+
+def _bindings(txn: Txn) -> dict[str, int]:
+    cache = getattr(txn.run.version, "_bindings", None)
+    if cache is None:
+        cache = dict(RoleBinding.objects.filter(version=txn.run.version).values_list("role", "group_id"))
+        txn.run.version._bindings = cache
+    return cache
+
+
+def _open_person_item(txn: Txn, step: StepDef, row: RunStep) -> None:
+    from work.models import WorkItem
+
+    item = WorkItem(organization_id=txn.run.organization_id, run=txn.run, step=row, kind=step.kind, created_at=txn.now)
+    item._row = row
+    person = step.person
+    if person == "initiator":
+        user = txn.run.initiator
+        if user is None:
+            fail_by_server(txn, row, "The run has no initiator to assign this step to.")
+            return
+        item.assigned_user = user
+        item.assigned_person = user.email
+    elif "." in person:
+        value = read_path(txn.run.data, person)
+        user = None
+        if isinstance(value, str):
+            user = User.objects.filter(
+                email__iexact=value, membership__organization_id=txn.run.organization_id
+            ).first()
+        if user is None:
+            shown = "missing" if value is None else f"'{value}', which is no member of this organization"
+            fail_by_server(txn, row, f"person {person} is {shown}.")
+            return
+        item.assigned_user = user
+        item.assigned_person = value
+    else:
+        item.assigned_group_id = _bindings(txn)[person]
+    txn.new_items.append(item)
+    txn.open_items().append(item)
+
+
+def open_escalation_item(txn: Txn, row: RunStep, escalation: dict) -> None:
+    from work.models import WorkItem
+
+    item = WorkItem(
+        organization_id=txn.run.organization_id,
+        run=txn.run,
+        step=row,
+        kind="agent",
+        for_operators=True,
+        escalation=escalation,
+        created_at=txn.now,
+    )
+    item._row = row
+    txn.new_items.append(item)
+    txn.open_items().append(item)
+
+
+def consume_event(txn: Txn, row: RunStep, event: Event) -> None:
+    event.consumed_by = row.step_id
+    event.consumed_at = txn.now
+    txn.consumed.append(event)
+    step = txn.definition[row.step_id]
+    complete(txn, row, {"output": event.data or {}, "by": event.sent_by, "at": iso(txn.now)}, step.next)
+
+
+# --- completing, rejecting, ending ----------------------------------------------------------------
+
+
+def with_record(data: dict, step_id: str, record: dict | None) -> dict:
+    """Return run data in which `record` is the step's current value and the earlier one is history."""
+    steps = dict(data.get("steps", {}))
+    current = steps.get(step_id) or {}
+    history = list(current.get("history", []))
+    previous = {k: v for k, v in current.items() if k != "history"}
+    if previous:
+        history.append(previous)
+    steps[step_id] = {**(record or {}), "history": history}
+    return {**data, "steps": steps}
+
+
+def _store(txn: Txn, step_id: str, record: dict | None) -> None:
+    txn.run.data = with_record(txn.run.data, step_id, record)
+
+
+def complete(txn: Txn, row: RunStep, record: dict | None, target: str | None) -> None:
+    """Complete a step with `record` (None records nothing) and move on to `target`."""
+    step = txn.definition[row.step_id]
+    if record is not None:
+        _store(txn, row.step_id, record)
+    set_state(txn, row, StepState.DONE)
+    row.done_seq = txn.next_seq()
+    row.went_to = target
+    row.wake_at = None
+    row.progress = None
+    _clear_claim(row)
+    _close_items(txn, row)
+    if target == JOIN:
+        _maybe_join(txn, step.branch)
+    elif target:
+        reach(txn, target)
+
+
+def _close_items(txn: Txn, row: RunStep, decision: str | None = None, by: str | None = None) -> None:
+    from work.models import WorkItemState
+
+    for item in txn.open_items():
+        if item_step(txn, item) is row and item.state == WorkItemState.OPEN:
+            item.state = WorkItemState.DECIDED if decision else WorkItemState.REMOVED
+            item.decision = decision
+            item.decided_by = by
+            item.decided_at = txn.now
+            if item.pk is not None:
+                txn.dirty_items.append(item)
+            elif item in txn.new_items:
+                txn.new_items.remove(item)
+
+
+def item_step(txn: Txn, item) -> RunStep:
+    """Return the loaded step row a work item belongs to, without a query."""
+    row = getattr(item, "_row", None)
+    if row is None:
+        row = next(r for r in txn.steps.values() if r.pk == item.step_id)
+        item._row = row
+    return row
+
+
+def _maybe_join(txn: Txn, parallel_id: str) -> None:
+    """Complete the parallel step when every branch has reached `join` (parallel-1 §3)."""
+    parallel = txn.steps[parallel_id]
+    step = txn.definition[parallel_id]
+    joined = {
+        txn.definition[row.step_id].branch_entry
+        for row in txn.steps.values()
+        if txn.definition[row.step_id].branch == parallel_id
+        and row.state == StepState.DONE
+        and row.went_to == JOIN
+        and row.done_seq > parallel.ready_seq
+    }
+    if joined >= set(step.entries):
+        complete(txn, parallel, None, step.next)
+
+
+def reject(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+    """Record a rejection and return to `on_reject`, or end the run `rejected` (spec §3.1, §3.2)."""
+    step = txn.definition[row.step_id]
+    _store(txn, row.step_id, {"decision": "rejected", "note": note, "by": by, "at": iso(txn.now)})
+    set_state(txn, row, StepState.DONE)
+    row.done_seq = txn.next_seq()
+    row.went_to = step.on_reject
+    _close_items(txn, row)
+    if not step.on_reject:
+        end_run(txn, state=RunState.ENDED, outcome="rejected", by=by, note=note)
+        return
+    rewind(txn, target=step.on_reject, rejecting=row.step_id)
+    reach(txn, step.on_reject)
+
+
+def rewind(txn: Txn, *, target: str, rejecting: str) -> None:
+    """Move every completion made since `target` was reached into history (spec §3.1, parallel-1 §3)."""
+    target_row = txn.steps[target]
+    target_def = txn.definition[target]
+    if target_row.ready_seq == 0:
+        return
+    for row in txn.steps.values():
+        if row.step_id in (target, rejecting):
+            continue
+        step = txn.definition[row.step_id]
+        if target_def.branch and step.branch_entry != target_def.branch_entry:
+            continue
+        if row.state == StepState.DONE and row.done_seq > target_row.ready_seq:
+            if row.step_id in txn.run.data.get("steps", {}):
+                _store(txn, row.step_id, None)
+            set_state(txn, row, None)
+            row.went_to = None
+
+
+def fail_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+    """Record a `failed` decision on the step and end the run `failed` (spec §3.4, §3.5)."""
+    _store(txn, row.step_id, {"decision": "failed", "note": note, "by": by, "at": iso(txn.now)})
+    set_state(txn, row, StepState.FAILED)
+    _clear_claim(row)
+    end_run(txn, state=RunState.ENDED, outcome="failed", by=by, note=note)
+
+
+def fail_by_server(txn: Txn, row: RunStep, note: str) -> None:
+    fail_step(txn, row, note=note, by=SERVER)
+
+
+def end_run(txn: Txn, *, state: str, outcome: str | None, by: str, note: str | None) -> None:
+    """End or cancel the run: every unfinished step cancelled, open items removed, tokens dead."""
+    run = txn.run
+    run.state = state
+    run.outcome = outcome
+    run.ended = {"by": by, "at": iso(txn.now), "note": note}
+    for row in txn.steps.values():
+        if row.state in ACTIVE_STATES:
+            set_state(txn, row, StepState.CANCELLED)
+            _clear_claim(row)
+            row.wake_at = None
+    for row in txn.steps.values():
+        _close_items(txn, row)
+    txn.discard_events = True
+    txn.queue.clear()
+
+
+# --- the writes -----------------------------------------------------------------------------------
+
+
+def new_run(
+    *, identity: Identity, version, inputs: dict, mode: str, now: dt.datetime | None = None
+) -> Txn:
+    """Create a run of `version` and make its first step ready."""
+    now = now or timezone.now()
+    definition = definition_for(version)
+    run = Run(
+        organization=identity.organization,
+        version=version,
+        process_name=version.frontmatter["name"],
+        mode=mode,
+        started_by=identity.ref,
+        initiator=identity.user if identity.is_human else None,
+        data={"inputs": inputs, "steps": {}},
+        started_at=now,
+        updated_at=now,
+    )
+    run.save()
+    steps = {
+        step.id: RunStep(run=run, organization_id=run.organization_id, step_id=step.id, position=step.index, kind=step.kind)
+        for step in definition.steps
+    }
+    txn = Txn(run=run, definition=definition, steps=steps, now=now)
+    txn._items = []
+    reach(txn, definition.first.id)
+    drain(txn)
+    return txn
+
+
+def claim(txn: Txn, *, identity: Identity, step_id: str) -> Lease:
+    """Give the caller the ready agent step for one lease (spec §3.3, §6 rule 2)."""
+    row = txn.steps.get(step_id)
+    if row is None:
+        raise NotFound(f"Run {txn.run.public_id} has no step '{step_id}'.")
+    if txn.definition[step_id].kind != "agent":
+        raise Forbidden(f"Step '{step_id}' is not an agent step; people complete it with decide.")
+    if identity.is_human:
+        raise Forbidden("Only an agent claims steps; a person decides work items.")
+    if row.state == StepState.CLAIMED:
+        code = "claimed_by_you" if row.claimed_by == identity.ref else "claimed_by_other"
+        raise Conflict(f"Step '{step_id}' is already claimed.", [code])
+    if row.state != StepState.READY:
+        raise Conflict(f"Step '{step_id}' is not ready.", ["not_ready"])
+    lease = _issue_lease(txn, row, identity)
+    set_state(txn, row, StepState.CLAIMED)
+    return lease
+
+
+def _issue_lease(txn: Txn, row: RunStep, identity: Identity) -> Lease:
+    expires = txn.now + dt.timedelta(seconds=settings.LEASE_SECONDS)
+    lease = Lease(
+        public_id=leases.new_lease_id(), run=txn.run, step=row, holder=identity.ref, issued_at=txn.now, expires_at=expires
+    )
+    txn.new_leases.append(lease)
+    row.lease = lease
+    row.lease_expires_at = expires
+    row.claimed_by = identity.ref
+    txn.touch(row)
+    return lease
+
+
+def lease_for_token(token: str, identity: Identity) -> Lease:
+    """Find the lease a token names; a token that does not verify is `invalid` (tools.md claim)."""
+    lease_id = leases.lease_id_from(token)
+    lease = None
+    if lease_id is not None:
+        lease = Lease.objects.select_related("step").filter(public_id=lease_id).first()
+    if lease is None or lease.step.organization_id != identity.organization.pk:
+        raise Invalid("The token does not verify.", ["token: does not verify"])
+    return lease
+
+
+def held_step(txn: Txn, lease: Lease, identity: Identity) -> RunStep:
+    """Return the step a lease holds, or raise `stale` when the lease ended or was replaced."""
+    row = next(r for r in txn.steps.values() if r.pk == lease.step_id)
+    if row.state != StepState.CLAIMED or row.lease_id != lease.pk:
+        raise Stale("This token's lease has ended or was replaced; call get_work again.")
+    if lease.holder != identity.ref:
+        raise Forbidden("This token was issued to another caller.")
+    return row
+
+
+def renew(txn: Txn, row: RunStep, *, identity: Identity, progress: str | None) -> Lease:
+    if progress is not None:
+        row.progress = progress
+    return _issue_lease(txn, row, identity)
+
+
+def file_problems(identity: Identity, evidence: list[dict]) -> dict[str, str]:
+    """Verify file evidence: it exists in the organization and its bytes still match (spec §5)."""
+    refs = {item["ref"] for item in evidence if item["kind"] == "file"}
+    if not refs:
+        return {}
+    found = {u.public_id: u for u in Upload.objects.filter(organization=identity.organization, public_id__in=refs)}
+    problems = {}
+    for ref in refs:
+        upload = found.get(ref)
+        if upload is None:
+            problems[ref] = FILE_NOT_FOUND
+        elif hashlib.sha256(bytes(upload.content)).hexdigest() != upload.sha256:
+            problems[ref] = FILE_CHANGED
+    return problems
+
+
+def recorded_evidence(identity: Identity, evidence: list[dict]) -> list[dict]:
+    refs = [item["ref"] for item in evidence if item["kind"] == "file"]
+    hashes = dict(
+        Upload.objects.filter(organization=identity.organization, public_id__in=refs).values_list("public_id", "sha256")
+    ) if refs else {}
+    return [
+        {"kind": item["kind"], "ref": item["ref"], "sha256": hashes[item["ref"]]}
+        if item["kind"] == "file"
+        else {"kind": item["kind"], "ref": item["ref"]}
+        for item in evidence
+    ]
+
+
+def accept(
+    txn: Txn,
+    row: RunStep,
+    *,
+    identity: Identity,
+    output: dict,
+    evidence: list[dict],
+    summary: str | None,
+    next_step: str | None,
+    reason: str | None,
+    require_summary: bool,
+) -> dict:
+    """Check a submission under every rule of spec §6 rule 3; return the record to store, or raise."""
+    step = txn.definition[row.step_id]
+    issues = check_submission(
+        step,
+        output=output,
+        evidence=evidence,
+        summary=summary,
+        next_step=next_step,
+        reason=reason,
+        require_summary=require_summary,
+        file_problems=file_problems(identity, evidence),
+    )
+    record: dict = {"output": output, "evidence": recorded_evidence(identity, evidence) if not issues else evidence}
+    if summary is not None and summary.strip():
+        record["summary"] = summary
+    if step.routes and next_step is not None:
+        record["next"] = next_step
+        record["reason"] = reason
+    record["by"] = identity.ref
+    record["at"] = iso(txn.now)
+    if not issues:
+        size = data_size(with_record(txn.run.data, row.step_id, record))
+        if size > settings.RUN_DATA_BYTES:
+            issues.append(f"run data: {size} bytes would exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
+    if issues:
+        raise NotAccepted("The submission was not accepted; nothing changed.", issues)
+    return record
+
+
+def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict) -> None:
+    step = txn.definition[row.step_id]
+    complete(txn, row, record, record.get("next") or step.next)
+    drain(txn)
+
+
+def refuse_submission(txn: Txn, row: RunStep, issues: list[str]) -> None:
+    """Keep a refused submission's issues for the next attempt's handoff (spec §3.3)."""
+    row.handoff = {**(row.handoff or {}), "issues": issues}
+    txn.touch(row)
+
+
+def escalate(txn: Txn, row: RunStep, *, identity: Identity, note: str) -> None:
+    """Hand a claimed agent step to the organization's operators with the agent's note."""
+    escalation = {"note": note, "by": identity.ref, "at": iso(txn.now)}
+    set_state(txn, row, StepState.WAITING)
+    row.escalation = escalation
+    _clear_claim(row)
+    open_escalation_item(txn, row, escalation)
+
+
+def return_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+    """Send an escalated step back to agents with the note; the same attempt, the same due clock."""
+    set_state(txn, row, StepState.READY)
+    row.handoff = {**(row.handoff or {}), "returned": {"note": note, "by": by, "at": iso(txn.now)}}
+    row.escalation = None
+
+
+def cancel(txn: Txn, *, identity: Identity, reason: str) -> None:
+    end_run(txn, state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)
+
+
+def deliver_event(txn: Txn, event: Event) -> str | None:
+    """Deliver an event to the earliest waiting `wait_for` of its name, or hold it (spec §3.6)."""
+    waiting = [
+        row
+        for row in txn.steps.values()
+        if row.state == StepState.WAITING
+        and txn.definition[row.step_id].kind == "wait_for"
+        and txn.definition[row.step_id].value == event.name
+    ]
+    if not waiting:
+        return None
+    row = min(waiting, key=lambda r: r.ready_seq)
+    consume_event(txn, row, event)
+    drain(txn)
+    return row.step_id
+
+
+# --- people -------------------------------------------------------------------------------------
+
+DECISIONS = {
+    "task": ("completed", "failed"),
+    "approve": ("approved", "rejected", "failed"),
+    "agent": ("returned", "completed", "failed"),
+}
+
+
+def may_decide(identity: Identity, item) -> bool:
+    """Whether a person is inside an item's assignment: the group, the named person, or operators."""
+    if not identity.is_human or identity.user is None:
+        return False
+    if item.for_operators:
+        return identity.is_operator
+    if item.assigned_user_id is not None:
+        return item.assigned_user_id == identity.user.pk
+    return identity.user.process_groups.filter(pk=item.assigned_group_id).exists()
+
+
+def decide(
+    txn: Txn,
+    *,
+    identity: Identity,
+    work_item_id: str,
+    snapshot: str,
+    decision: str,
+    output: dict | None,
+    evidence: list[dict] | None,
+    summary: str | None,
+    next_step: str | None,
+    reason: str | None,
+    note: str | None,
+) -> None:
+    """Apply a person's decision, checked in the order tools.md gives (decide)."""
+    from work.models import WorkItem
+
+    pk = work_item_id[2:] if work_item_id.startswith("w_") else ""
+    item = next((i for i in txn.open_items() if str(i.pk) == pk), None)
+    if item is None:
+        if pk.isdigit() and WorkItem.objects.filter(pk=int(pk), run=txn.run).exists():
+            raise Conflict("This work item was already decided.", ["already_decided"])
+        raise NotFound(f"Run {txn.run.public_id} has no work item '{work_item_id}'.")
+    if snapshot != snapshot_of(txn.run.data):
+        raise Stale("The run data changed since this snapshot; read the run again and decide on what it shows.")
+    if not may_decide(identity, item):
+        raise Forbidden("Only a person in this work item's assignment may decide it.")
+    row = item_step(txn, item)
+    kind = item.kind
+    problems = []
+    if decision not in DECISIONS[kind]:
+        problems.append(f"decision: '{decision}' is not allowed here; one of {', '.join(DECISIONS[kind])}")
+    if decision != "completed":
+        problems += [f"{name}: only with completed" for name, value in (("next", next_step), ("reason", reason),
+                     ("output", output), ("evidence", evidence), ("summary", summary)) if value is not None]
+        if decision != "approved" and not (note or "").strip():
+            problems.append(f"note: required with {decision}")
+    elif note is not None:
+        problems.append("note: not with completed")
+    if problems:
+        raise Invalid("The decision's arguments do not fit this work item.", problems)
+    by = identity.ref
+    if decision == "completed":
+        if output is None and (item.escalation or {}).get("candidate"):
+            candidate = item.escalation["candidate"]
+            output, evidence = candidate.get("output", {}), candidate.get("evidence", [])
+            summary = summary if summary is not None else candidate.get("summary")
+            next_step = next_step if next_step is not None else candidate.get("next")
+            reason = reason if reason is not None else candidate.get("reason")
+        record = accept(
+            txn, row, identity=identity, output=output or {}, evidence=evidence or [], summary=summary,
+            next_step=next_step, reason=reason, require_summary=False,
+        )
+        _close_items(txn, row, decision, by)
+        submit(txn, row, identity=identity, record=record)
+    elif decision == "approved":
+        _close_items(txn, row, decision, by)
+        complete(txn, row, {"decision": "approved", "by": by, "at": iso(txn.now)}, txn.definition[row.step_id].next)
+    elif decision == "rejected":
+        _close_items(txn, row, decision, by)
+        reject(txn, row, note=note, by=by)
+    elif decision == "returned":
+        _close_items(txn, row, decision, by)
+        return_step(txn, row, note=note, by=by)
+    else:
+        _close_items(txn, row, decision, by)
+        fail_step(txn, row, note=note, by=by)
+    drain(txn)

@@ -1,0 +1,54 @@
+"""Short-lived signed download links for uploaded files (spec §5)."""
+
+from __future__ import annotations
+
+import contextvars
+import hmac
+import time
+
+from django.conf import settings
+from django.urls import reverse
+from django.utils.crypto import salted_hmac
+
+_SALT = "agentprocess.file-url"
+
+# The scheme and host of the request being served, so links in run data are absolute.
+base_url: contextvars.ContextVar[str] = contextvars.ContextVar("base_url", default="")
+
+
+def _signature(public_id: str, expires: int) -> str:
+    return salted_hmac(_SALT, f"{public_id}:{expires}", algorithm="sha256").hexdigest()[:32]
+
+
+def file_url(public_id: str, *, now: float | None = None) -> str:
+    expires = int((now if now is not None else time.time()) + settings.FILE_URL_SECONDS)
+    path = reverse("file-download", args=[public_id])
+    root = settings.PUBLIC_URL or base_url.get()
+    return f"{root}{path}?e={expires}&s={_signature(public_id, expires)}"
+
+
+def signature_valid(public_id: str, expires: str, signature: str) -> bool:
+    if not expires.isdigit() or int(expires) < time.time():
+        return False
+    return hmac.compare_digest(_signature(public_id, int(expires)), signature)
+
+
+def with_urls(evidence: list[dict]) -> list[dict]:
+    """Return evidence items with a fresh `url` on each file item."""
+    return [{**item, "url": file_url(item["ref"])} if item.get("kind") == "file" else item for item in evidence]
+
+
+def data_with_urls(data: dict) -> dict:
+    """Return run data with a fresh signed `url` on every file evidence item, current and in history."""
+    steps = {}
+    for step_id, record in data.get("steps", {}).items():
+        record = dict(record)
+        if record.get("evidence"):
+            record["evidence"] = with_urls(record["evidence"])
+        if record.get("history"):
+            record["history"] = [
+                {**old, "evidence": with_urls(old["evidence"])} if old.get("evidence") else old
+                for old in record["history"]
+            ]
+        steps[step_id] = record
+    return {"inputs": data.get("inputs", {}), "steps": steps}

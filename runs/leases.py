@@ -1,0 +1,36 @@
+"""Claim tokens: opaque, unforgeable, and never stored (spec §6 rule 2).
+
+A token is the lease's random id and an HMAC of it under a key derived from SECRET_KEY, so the
+database holds no token, a replayed claim can give back the very same token, and a forged or
+altered token fails verification without a lookup.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+
+from django.utils.crypto import salted_hmac
+
+_SALT = "agentprocess.lease-token"
+_PREFIX = "apt1"
+
+
+def new_lease_id() -> str:
+    return secrets.token_hex(16)
+
+
+def token_for(lease_id: str) -> str:
+    signature = salted_hmac(_SALT, lease_id, algorithm="sha256").hexdigest()
+    return f"{_PREFIX}.{lease_id}.{signature}"
+
+
+def lease_id_from(token: str) -> str | None:
+    """Return the lease id a token names when its signature verifies, else None."""
+    if not isinstance(token, str) or len(token) > 200:
+        return None
+    parts = token.split(".")
+    if len(parts) != 3 or parts[0] != _PREFIX:
+        return None
+    expected = token_for(parts[1])
+    return parts[1] if hmac.compare_digest(expected, token) else None

@@ -1,0 +1,69 @@
+"""Apply what time alone changes: ended leases, passed waits, timeouts and deadlines (spec §3.3, §3.6).
+
+The sweep (Celery beat, or a thread under `make run`) and every read that lists work call the
+same catch-up a write does, so nothing is ever wrong because a timer has not fired yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import OperationalError, connection, transaction
+from django.utils import timezone
+
+from . import engine
+from .models import Run
+
+log = logging.getLogger(__name__)
+
+
+def _catch_up_one(run_id: int, now) -> bool:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update(skip_locked=True).filter(pk=run_id, wake_at__lte=now)
+        if connection.features.has_select_for_update_skip_locked:
+            if not locked.exists():
+                return False
+        txn = engine.load_for_write(run_id, now=now)
+        if txn.run.is_over:
+            return False
+        engine.flush(txn)
+        return True
+
+
+def catch_up(*, organization=None, limit: int = 100) -> int:
+    """Bring every run whose wake-up has passed up to date; return how many were changed."""
+    now = timezone.now()
+    due = Run.objects.filter(wake_at__lte=now)
+    if organization is not None:
+        due = due.filter(organization=organization)
+    changed = 0
+    for run_id in list(due.order_by("wake_at").values_list("pk", flat=True)[:limit]):
+        try:
+            changed += _catch_up_one(run_id, now)
+        except OperationalError:
+            log.warning("catch-up of run %s deferred: database busy", run_id)
+    return changed
+
+
+def sweep(*, limit: int = 500) -> int:
+    """Catch up every organization's due runs; what Celery beat schedules."""
+    return catch_up(limit=limit)
+
+
+def start_sweeper(interval: float) -> threading.Thread:
+    """Run the sweep every `interval` seconds in a daemon thread (the embedded `make run` default)."""
+
+    def loop():
+        stop = threading.Event()
+        while not stop.wait(interval):
+            try:
+                sweep()
+            except Exception:  # the thread must outlive a bad sweep; the error is logged
+                log.exception("sweep failed")
+            finally:
+                connection.close()
+
+    thread = threading.Thread(target=loop, name="sweeper", daemon=True)
+    thread.start()
+    return thread

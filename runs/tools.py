@@ -1,0 +1,537 @@
+"""The fourteen tools of tools.md as plain functions; REST and MCP both call `call_tool`.
+
+A write runs in one transaction: it locks its run, re-checks its requestId under the lock,
+goes through runs.engine, flushes, and records its result for replays (spec §4, Step 7).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import functools
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import rfc8785
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.db.models.fields.json import KeyTransform
+from django.utils import timezone
+from jsonschema import Draft202012Validator
+
+from accounts.identity import Identity
+from processes.capabilities import TOOLS, enabled_profiles
+from processes.definition import definition_for
+from processes.models import Process, ProcessVersion
+from processes.validation import STEP_ID_PATTERN
+
+from . import engine, leases, presenting, timers
+from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
+from .models import Event, IdempotencyRecord, Lease, Run, RunStep, StepState, Upload
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
+WRITE_TOOLS = frozenset(
+    {"start_run", "claim", "renew", "upload", "submit", "escalate", "decide", "cancel", "send_event"}
+)
+
+
+@functools.cache
+def argument_schema(tool: str) -> dict:
+    return json.loads((SCHEMA_DIR / f"{tool}.arguments.json").read_text())
+
+
+@functools.cache
+def _validator(tool: str) -> Draft202012Validator:
+    return Draft202012Validator(argument_schema(tool))
+
+
+def check_arguments(tool: str, arguments) -> None:
+    """Refuse arguments that break the tool's contract, naming every problem (spec §6 rule 3)."""
+    if not isinstance(arguments, dict):
+        raise Invalid("Arguments must be a JSON object.", ["arguments: expected object"])
+    issues = []
+    for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            issues.extend(f"{(where + '.') if where else ''}{name}: not an argument of {tool}" for name in extra)
+        elif error.validator == "required":
+            missing = [name for name in error.validator_value if name not in error.instance]
+            issues.extend(f"{(where + '.') if where else ''}{name}: required" for name in missing)
+        else:
+            message = error.message if len(error.message) < 200 else error.message[:200] + "…"
+            issues.append(f"{where or 'arguments'}: {message}")
+    if issues:
+        raise Invalid(f"The arguments do not fit the {tool} contract.", issues)
+
+
+def call_tool(identity: Identity, tool: str, arguments) -> dict:
+    """Run one tool for one caller and return its `data`, or raise a ToolError."""
+    if tool not in TOOLS:
+        raise NotFound(f"There is no tool '{tool}'.")
+    check_arguments(tool, arguments)
+    return TOOL_FUNCTIONS[tool](identity, arguments)
+
+
+# --- idempotency --------------------------------------------------------------------------------
+
+
+class _Replayed(Exception):
+    def __init__(self, data: dict):
+        self.data = data
+
+
+@dataclass
+class _Write:
+    identity: Identity
+    tool: str
+    request_id: str
+    fingerprint: str
+
+    def recheck(self) -> None:
+        """Call with the run locked: a concurrent twin may have committed while this one waited."""
+        record = _record(self.identity, self.request_id)
+        if record is not None:
+            raise _Replayed(_replay(record, self))
+
+
+@dataclass
+class _Outcome:
+    data: dict
+    run: Run | None = None
+    lease: str | None = None
+    error: ToolError | None = None
+
+
+def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
+    payload = {"tool": tool, "by": identity.ref, "arguments": {k: v for k, v in arguments.items() if k != "requestId"}}
+    return hashlib.sha256(rfc8785.dumps(payload)).hexdigest()
+
+
+def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
+    return IdempotencyRecord.objects.filter(organization=identity.organization, request_id=request_id).first()
+
+
+def _replay(record: IdempotencyRecord, write: _Write) -> dict:
+    if record.tool != write.tool or record.fingerprint != write.fingerprint:
+        raise Conflict("This requestId was already used with other arguments.", ["request_id_reused"])
+    data = record.result["data"]
+    if record.result.get("lease"):
+        data = {**data, "token": leases.token_for(record.result["lease"])}
+    return data
+
+
+def _write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
+    write = _Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
+    record = _record(identity, write.request_id)
+    if record is not None:
+        return _replay(record, write)
+    try:
+        with transaction.atomic():
+            outcome: _Outcome = perform(write)
+            if outcome.error is None:
+                stored = {"data": outcome.data}
+                if outcome.lease:
+                    stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
+                IdempotencyRecord.objects.create(
+                    organization=identity.organization,
+                    request_id=write.request_id,
+                    tool=tool,
+                    fingerprint=write.fingerprint,
+                    result=stored,
+                    run=outcome.run,
+                )
+    except _Replayed as replayed:
+        return replayed.data
+    except IntegrityError:
+        record = _record(identity, write.request_id)
+        if record is None:
+            raise
+        return _replay(record, write)
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.data
+
+
+# --- lookups ------------------------------------------------------------------------------------
+
+
+def _run_pk(run_id: str) -> int:
+    if isinstance(run_id, str) and run_id.startswith("r_") and run_id[2:].isdigit() and len(run_id) < 20:
+        return int(run_id[2:])
+    raise NotFound(f"No run '{run_id}' in this organization.")
+
+
+def _locked(write: _Write, run_id: str) -> engine.Txn:
+    """Lock the caller's run for a write; other organizations' runs do not exist here."""
+    try:
+        txn = engine.load_for_write(_run_pk(run_id), organization=write.identity.organization)
+    except Run.DoesNotExist:
+        raise NotFound(f"No run '{run_id}' in this organization.") from None
+    write.recheck()
+    if txn.run.is_over:
+        raise run_ended()
+    return txn
+
+
+def _view(txn: engine.Txn) -> dict:
+    return presenting.run_view(txn.run, txn.definition, list(txn.steps.values()), txn.open_items())
+
+
+def _cursor(values: list) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
+
+
+def _uncursor(cursor: str | None, size: int) -> list | None:
+    if cursor is None:
+        return None
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error):
+        values = None
+    if not isinstance(values, list) or len(values) != size:
+        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"])
+    return values
+
+
+def _parse_time(value) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(value)
+    except (TypeError, ValueError) as exc:
+        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"]) from exc
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+
+def describe(identity: Identity, arguments: dict) -> dict:
+    return {
+        "protocol": "agentprocess",
+        "version": "core-2",
+        "profiles": sorted(enabled_profiles()),
+        "leaseSeconds": settings.LEASE_SECONDS,
+        "person": {"format": "email"},
+        "tools": list(TOOLS),
+        "maxUploadBytes": settings.MAX_UPLOAD_BYTES,
+        "limits": {
+            "runDataBytes": settings.RUN_DATA_BYTES,
+            "checkPass": 0.9,
+            "checkFail": None,
+            "checkConfidence": 0.8,
+            "checkStateBytes": 65536,
+        },
+    }
+
+
+def list_processes(identity: Identity, arguments: dict) -> dict:
+    limit = 50
+    after = _uncursor(arguments.get("cursor"), 1)
+    processes = Process.objects.filter(organization=identity.organization, versions__isnull=False).distinct()
+    if after:
+        processes = processes.filter(name__gt=after[0])
+    page = list(processes.order_by("name")[: limit + 1])
+    latest = {}
+    for version in ProcessVersion.objects.filter(process__in=page[:limit]).order_by("process_id", "-number"):
+        latest.setdefault(version.process_id, version)
+    items = []
+    for process in page[:limit]:
+        version = latest[process.pk]
+        entry = {
+            "name": process.name,
+            "description": version.frontmatter["description"],
+            "version": version.number,
+            "inputs": version.frontmatter.get("inputs") or {},
+        }
+        if version.frontmatter.get("requires"):
+            entry["requires"] = version.frontmatter["requires"]
+        items.append(entry)
+    return {"items": items, "nextCursor": _cursor([page[limit - 1].name]) if len(page) > limit else None}
+
+
+def get_run(identity: Identity, arguments: dict) -> dict:
+    from work.models import WorkItem, WorkItemState
+
+    pk = _run_pk(arguments["runId"])
+    run = Run.objects.select_related("version").filter(pk=pk, organization=identity.organization).first()
+    if run is None:
+        raise NotFound(f"No run '{arguments['runId']}' in this organization.")
+    if run.wake_at is not None and run.wake_at <= timezone.now():
+        with transaction.atomic():
+            txn = engine.load_for_write(pk)
+            engine.flush(txn)
+            return _view(txn)
+    rows = list(RunStep.objects.filter(run=run))
+    items = list(WorkItem.objects.filter(run=run, state=WorkItemState.OPEN))
+    return presenting.run_view(run, definition_for(run.version), rows, items)
+
+
+def get_work(identity: Identity, arguments: dict) -> dict:
+    limit = arguments.get("limit", 20)
+    timers.catch_up(organization=identity.organization)
+    if identity.is_human:
+        from work.inbox import person_work
+
+        return person_work(identity, limit=limit, cursor=arguments.get("cursor"), process=arguments.get("process"))
+    rows = RunStep.objects.filter(
+        organization=identity.organization, kind="agent", state=StepState.READY
+    ).select_related("run__version")
+    if arguments.get("process"):
+        rows = rows.filter(run__process_name=arguments["process"])
+    after = _uncursor(arguments.get("cursor"), 2)
+    if after:
+        since = _parse_time(after[0])
+        rows = rows.filter(Q(ready_since__gt=since) | Q(ready_since=since, pk__gt=after[1]))
+    page = list(rows.order_by("ready_since", "pk")[: limit + 1])
+    items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
+    last = page[limit - 1] if len(page) > limit else None
+    return {"items": items, "nextCursor": _cursor([last.ready_since.isoformat(), last.pk]) if last else None}
+
+
+def list_runs(identity: Identity, arguments: dict) -> dict:
+    limit = arguments.get("limit", 20)
+    timers.catch_up(organization=identity.organization)
+    runs = Run.objects.filter(organization=identity.organization).select_related("version")
+    if arguments.get("process"):
+        runs = runs.filter(process_name=arguments["process"])
+    if arguments.get("state"):
+        runs = runs.filter(state=arguments["state"])
+    for index, (name, value) in enumerate(sorted((arguments.get("inputs") or {}).items())):
+        alias = f"input_{index}"
+        runs = runs.annotate(**{alias: KeyTransform(name, KeyTransform("inputs", "data"))}).filter(**{alias: value})
+    after = _uncursor(arguments.get("cursor"), 2)
+    if after:
+        since = _parse_time(after[0])
+        runs = runs.filter(Q(started_at__lt=since) | Q(started_at=since, pk__lt=after[1]))
+    page = list(runs.order_by("-started_at", "-pk")[: limit + 1])
+    items = [
+        {
+            "id": run.public_id,
+            "process": run.process_name,
+            "version": run.version.number,
+            "state": run.state,
+            "outcome": run.outcome,
+            "startedAt": engine.iso(run.started_at),
+            "updatedAt": engine.iso(run.updated_at),
+            "inputs": run.data.get("inputs", {}),
+        }
+        for run in page[:limit]
+    ]
+    last = page[limit - 1] if len(page) > limit else None
+    return {"items": items, "nextCursor": _cursor([last.started_at.isoformat(), last.pk]) if last else None}
+
+
+# --- writes -------------------------------------------------------------------------------------
+
+
+def start_run(identity: Identity, arguments: dict) -> dict:
+    from .acceptance import check_fields
+
+    def perform(write: _Write) -> _Outcome:
+        process = Process.objects.filter(organization=identity.organization, name=arguments["process"]).first()
+        versions = ProcessVersion.objects.filter(process=process) if process else ProcessVersion.objects.none()
+        if "version" in arguments:
+            version = versions.filter(number=arguments["version"]).first()
+        else:
+            version = versions.order_by("-number").first()
+        if version is None:
+            wanted = f" version {arguments['version']}" if "version" in arguments else ""
+            raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
+        definition = definition_for(version)
+        if identity.is_agent and identity.user is None and definition.uses_initiator():
+            raise Invalid(
+                "This process assigns a step to its initiator, and an agent cannot be one.",
+                ["process: has a step assigned to initiator; start it as a person"],
+            )
+        inputs = arguments["inputs"]
+        issues = check_fields(definition.inputs, inputs, "inputs")
+        size = engine.data_size({"inputs": inputs, "steps": {}})
+        if size > settings.RUN_DATA_BYTES:
+            issues.append(f"inputs: {size} bytes exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
+        if issues:
+            raise Invalid("The inputs do not fit the process.", issues)
+        txn = engine.new_run(identity=identity, version=version, inputs=inputs, mode=arguments.get("mode", "live"))
+        engine.flush(txn)
+        return _Outcome(_view(txn), run=txn.run)
+
+    return _write(identity, "start_run", arguments, perform)
+
+
+def claim(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn = _locked(write, arguments["runId"])
+        lease = engine.claim(txn, identity=identity, step_id=arguments["stepId"])
+        engine.flush(txn)
+        row = txn.steps[arguments["stepId"]]
+        token = leases.token_for(lease.public_id)
+        data = presenting.claim_result(txn.run, txn.definition, row, token, lease.expires_at)
+        return _Outcome(data, run=txn.run, lease=lease.public_id)
+
+    return _write(identity, "claim", arguments, perform)
+
+
+def _held(write: _Write, token: str) -> tuple[engine.Txn, RunStep]:
+    lease = engine.lease_for_token(token, write.identity)
+    txn = engine.load_for_write(lease.run_id)
+    write.recheck()
+    if txn.run.is_over:
+        raise run_ended()
+    return txn, engine.held_step(txn, lease, write.identity)
+
+
+def renew(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn, row = _held(write, arguments["token"])
+        lease = engine.renew(txn, row, identity=identity, progress=arguments.get("progress"))
+        engine.flush(txn)
+        data = {"token": leases.token_for(lease.public_id), "expiresAt": engine.iso(lease.expires_at)}
+        return _Outcome(data, run=txn.run, lease=lease.public_id)
+
+    return _write(identity, "renew", arguments, perform)
+
+
+def submit(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn, row = _held(write, arguments["token"])
+        try:
+            record = engine.accept(
+                txn,
+                row,
+                identity=identity,
+                output=arguments["output"],
+                evidence=arguments.get("evidence", []),
+                summary=arguments["summary"],
+                next_step=arguments.get("next"),
+                reason=arguments.get("reason"),
+                require_summary=True,
+            )
+        except NotAccepted as refused:
+            engine.refuse_submission(txn, row, refused.issues)
+            engine.flush(txn)
+            return _Outcome({}, error=refused)
+        engine.submit(txn, row, identity=identity, record=record)
+        engine.flush(txn)
+        return _Outcome(_view(txn), run=txn.run)
+
+    return _write(identity, "submit", arguments, perform)
+
+
+def escalate(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn, row = _held(write, arguments["token"])
+        engine.escalate(txn, row, identity=identity, note=arguments["note"])
+        engine.flush(txn)
+        return _Outcome(_view(txn), run=txn.run)
+
+    return _write(identity, "escalate", arguments, perform)
+
+
+def decide(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn = _locked(write, arguments["runId"])
+        engine.decide(
+            txn,
+            identity=identity,
+            work_item_id=arguments["workItemId"],
+            snapshot=arguments["snapshot"],
+            decision=arguments["decision"],
+            output=arguments.get("output"),
+            evidence=arguments.get("evidence"),
+            summary=arguments.get("summary"),
+            next_step=arguments.get("next"),
+            reason=arguments.get("reason"),
+            note=arguments.get("note"),
+        )
+        engine.flush(txn)
+        return _Outcome(_view(txn), run=txn.run)
+
+    return _write(identity, "decide", arguments, perform)
+
+
+def cancel(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn = _locked(write, arguments["runId"])
+        if not (identity.is_human and identity.is_operator):
+            raise Forbidden("Only an operator of this organization may cancel a run.")
+        if not arguments["reason"].strip():
+            raise Invalid("A cancel needs a reason.", ["reason: required"])
+        engine.cancel(txn, identity=identity, reason=arguments["reason"])
+        engine.flush(txn)
+        return _Outcome(_view(txn), run=txn.run)
+
+    return _write(identity, "cancel", arguments, perform)
+
+
+def send_event(identity: Identity, arguments: dict) -> dict:
+    def perform(write: _Write) -> _Outcome:
+        txn = _locked(write, arguments["runId"])
+        if identity.is_human and not identity.is_operator:
+            raise Forbidden("Events come from agents and operators.")
+        name = arguments["name"]
+        issues = []
+        if not STEP_ID_PATTERN.match(name):
+            issues.append("name: must match ^[a-z][a-z0-9_-]{0,63}$")
+        data = arguments.get("data")
+        if data is not None and engine.data_size(data) > settings.RUN_DATA_BYTES:
+            issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
+        if issues:
+            raise Invalid("The event cannot be held.", issues)
+        event = Event.objects.create(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
+        consumed_by = engine.deliver_event(txn, event)
+        engine.flush(txn)
+        return _Outcome({"consumedBy": consumed_by}, run=txn.run)
+
+    return _write(identity, "send_event", arguments, perform)
+
+
+def upload(identity: Identity, arguments: dict) -> dict:
+    encoded = arguments["contentBase64"]
+    limit = settings.MAX_UPLOAD_BYTES
+    if len(encoded) > (limit + 2) // 3 * 4 + 4:
+        raise Invalid(f"The file is larger than maxUploadBytes ({limit}).", [f"contentBase64: over {limit} bytes"])
+    try:
+        content = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise Invalid("contentBase64 is not valid base64.", ["contentBase64: not valid base64"]) from exc
+    if len(content) > limit:
+        raise Invalid(f"The file is larger than maxUploadBytes ({limit}).", [f"contentBase64: over {limit} bytes"])
+
+    def perform(write: _Write) -> _Outcome:
+        digest = hashlib.sha256(content).hexdigest()
+        stored = Upload.objects.create(
+            organization=identity.organization,
+            public_id=f"f_{secrets.token_hex(12)}",
+            file_name=arguments["fileName"],
+            content_type=arguments["contentType"],
+            sha256=digest,
+            size=len(content),
+            content=content,
+            uploaded_by=identity.ref,
+        )
+        return _Outcome({"id": stored.public_id, "sha256": digest, "bytes": len(content)})
+
+    return _write(identity, "upload", arguments, perform)
+
+
+TOOL_FUNCTIONS = {
+    "describe": describe,
+    "list_processes": list_processes,
+    "start_run": start_run,
+    "get_run": get_run,
+    "get_work": get_work,
+    "claim": claim,
+    "renew": renew,
+    "upload": upload,
+    "submit": submit,
+    "escalate": escalate,
+    "decide": decide,
+    "cancel": cancel,
+    "send_event": send_event,
+    "list_runs": list_runs,
+}
+
+__all__ = ["TOOL_FUNCTIONS", "WRITE_TOOLS", "Lease", "call_tool", "check_arguments"]

@@ -1,0 +1,92 @@
+"""Shared fixtures: organizations, people, and publishing a process with every role bound."""
+
+from pathlib import Path
+
+import pytest
+
+from accounts.models import DEFAULT_ORGANIZATION, Group, Membership, Organization, User
+from processes import parsing, publishing, validation
+from processes.management.commands.demo_data import CORE_FIXTURES, PROFILE_FIXTURES, find_fixtures
+
+FIXTURES_DIR = find_fixtures()
+
+
+def fixture_path(name: str) -> Path:
+    """Return the folder of one conformance fixture, skipping the test when they are not present."""
+    if FIXTURES_DIR is None:
+        pytest.skip("the agentprocess conformance fixtures are not present (set AGENTPROCESS_FIXTURES)")
+    return FIXTURES_DIR / name
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The production hasher is deliberately slow; tests create many people.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def plain_static_storage(settings):
+    # The manifest storage needs collectstatic; rendered admin pages in tests only need the URLs.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+
+@pytest.fixture
+def org(db):
+    """Return the default organization that migrations create."""
+    return Organization.objects.get(slug=DEFAULT_ORGANIZATION)
+
+
+@pytest.fixture
+def other_org(db):
+    return Organization.objects.create(slug="other", name="Other organization")
+
+
+@pytest.fixture
+def make_user(org):
+    """Return a factory for people: make_user(email, groups=(), operator=False, organization=org)."""
+
+    def make(email, groups=(), operator=False, organization=None, password="a-Long-test-passw0rd", **extra):
+        organization = organization or org
+        user = User.objects.create_user(email, password, **extra)
+        Membership.objects.create(user=user, organization=organization, is_operator=operator)
+        for group in groups:
+            if isinstance(group, str):
+                group, _ = Group.objects.get_or_create(organization=organization, name=group)
+            group.members.add(user)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def publish(org):
+    """Return publish(text_or_fixture_name, bindings=None, organization=org) -> ProcessVersion.
+
+    Without bindings every role is bound to a group of the same name, created when missing.
+    """
+
+    def run(source, bindings=None, organization=None, user=None):
+        organization = organization or org
+        if "\n" not in source and source in CORE_FIXTURES + PROFILE_FIXTURES:
+            text, folder_name = publishing.read_package(fixture_path(source))
+        else:
+            text, folder_name = source, None
+        if bindings is None:
+            parsed = parsing.parse_process(text)
+            assert parsed.frontmatter is not None, parsed.issues
+            bindings = {role: role for role in validation.role_names(parsed.frontmatter)}
+        outcome = publishing.import_process(
+            organization=organization,
+            text=text,
+            folder_name=folder_name,
+            bindings=bindings,
+            publish=True,
+            created_by=user,
+        )
+        assert outcome.status in ("published", "unchanged"), outcome.lines()
+        return outcome.version
+
+    return run

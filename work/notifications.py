@@ -1,0 +1,76 @@
+"""Overdue notices: an in-app notification for each recipient, and an email sent after the commit."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+
+from accounts.models import User
+
+from .models import Notification, WorkItem, WorkItemState
+
+log = logging.getLogger(__name__)
+
+
+def overdue_recipients(*, run, row, step) -> tuple[list[User], WorkItem | None]:
+    """The assignee (a group's members or the named person; nobody for an agent step) and the operators."""
+    item = (
+        WorkItem.objects.filter(run=run, step=row, state=WorkItemState.OPEN).select_related("assigned_group").first()
+    )
+    people: dict[int, User] = {}
+    if item is not None and not item.for_operators:
+        if item.assigned_group is not None:
+            people.update({u.pk: u for u in item.assigned_group.members.filter(is_active=True)})
+        elif item.assigned_user is not None:
+            people[item.assigned_user.pk] = item.assigned_user
+    operators = User.objects.filter(
+        membership__organization_id=run.organization_id, membership__is_operator=True, is_active=True
+    )
+    people.update({u.pk: u for u in operators})
+    return list(people.values()), item
+
+
+def record_overdue(*, run, row, step, now) -> None:
+    """Record one overdue notice per recipient for this attempt; needs the run lock held."""
+    recipients, item = overdue_recipients(run=run, row=row, step=step)
+    test = run.mode == "test"
+    label = "[test run] " if test else ""
+    text = f"{label}Step '{row.step_id}' of {run.process_name} run {run.public_id} is overdue."
+    Notification.objects.bulk_create(
+        Notification(
+            user=user,
+            run=run,
+            work_item=item,
+            step_id=row.step_id,
+            kind="overdue",
+            text=text,
+            created_at=now,
+            email_pending=not test,
+        )
+        for user in recipients
+    )
+
+
+def send_pending_email(*, run_id: int) -> int:
+    """Send the emails owed for one run's notices; each is claimed before sending so it goes once."""
+    sent = 0
+    pending = list(Notification.objects.filter(run_id=run_id, email_pending=True).select_related("user"))
+    for notice in pending:
+        with transaction.atomic():
+            claimed = Notification.objects.filter(pk=notice.pk, email_pending=True).update(email_pending=False)
+        if not claimed:
+            continue
+        try:
+            send_mail(
+                subject=notice.text[:120],
+                message=f"{notice.text}\n\nOpen your inbox: {settings.PUBLIC_URL or ''}/inbox/",
+                from_email=settings.DEFAULT_FROM_EMAIL,
+                recipient_list=[notice.user.email],
+            )
+            sent += 1
+        except Exception:
+            log.exception("overdue email to %s failed", notice.user.email)
+    return sent
