@@ -62,7 +62,8 @@ def database_from_url(url: str | None) -> dict:
         "PORT": str(parsed.port or ""),
         "CONN_MAX_AGE": 0 if options.get("pool") else env_int("DATABASE_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": options,
+        # A write waits at most this long for a run lock, then answers `retry` (STYLE: bounded waits).
+        "OPTIONS": {**options, "options": f"-c lock_timeout={env_int('LOCK_TIMEOUT_MS', 5000)}"},
     }
 
 
@@ -206,7 +207,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if env_bool("STATIC_MANIFEST", not DEBUG and "test" not in os.environ.get("DJANGO_ENV", ""))
+        if env_bool("STATIC_MANIFEST", False)
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }

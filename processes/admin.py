@@ -105,7 +105,8 @@ class ProcessVersionAdmin(admin.ModelAdmin):
         if not bindings:
             return "none (no role names)"
         return format_html(
-            "<ul>{}</ul>", format_html_join("", "<li>{} → {}</li>", ((b.role, b.group.name) for b in bindings))
+            "<ul>{}</ul>",
+            format_html_join("", "<li>{} → {}</li>", ((b.role, b.group.name) for b in bindings)),
         )
 
     @admin.display(description="requires systems")
@@ -163,13 +164,10 @@ class DraftAdmin(admin.ModelAdmin):
         return request.user.has_perm(f"{self.opts.app_label}.add_{self.opts.model_name}")
 
     def get_urls(self):
-        return [
-            path(
-                "import/",
-                self.admin_site.admin_view(self.import_view),
-                name="processes_draft_import",
-            ),
-        ] + super().get_urls()
+        import_url = path(
+            "import/", self.admin_site.admin_view(self.import_view), name="processes_draft_import"
+        )
+        return [import_url, *super().get_urls()]
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "can_import": self.can_import(request)}
@@ -240,7 +238,8 @@ class DraftAdmin(admin.ModelAdmin):
                         messages.info(request, f"unchanged {draft.name} version {version.number}")
                     else:
                         messages.success(
-                            request, f"published {draft.name} version {version.number} sha256 {version.sha256}"
+                            request,
+                            f"published {draft.name} version {version.number} sha256 {version.sha256}",
                         )
                     return HttpResponseRedirect(_version_url(version))
         context = {

@@ -150,17 +150,17 @@ def compile_definition(frontmatter: dict, body: str = "") -> Definition:
     return Definition(steps=tuple(compiled), by_id=by_id, inputs=frontmatter.get("inputs") or {}, body=body)
 
 
-_cache: dict[int, Definition] = {}
+_cache: dict[str, Definition] = {}
 _cache_lock = threading.Lock()
 
 
 def definition_for(version) -> Definition:
-    """Return the compiled definition of a published version; versions never change, so it is cached."""
-    found = _cache.get(version.pk)
+    """Return the compiled definition of a published version, cached by its content hash."""
+    found = _cache.get(version.sha256)
     if found is None:
         found = compile_definition(version.frontmatter, version.body)
         with _cache_lock:
             if len(_cache) > 2048:
                 _cache.clear()
-            _cache[version.pk] = found
+            _cache[version.sha256] = found
     return found

@@ -183,7 +183,9 @@ def read_zip(data: bytes, *, where: str = "archive") -> tuple[bytes, str | None]
         members = archive.infolist()
         if len(members) > MAX_ARCHIVE_MEMBERS:
             raise PackageError([f"{where}: holds more than {MAX_ARCHIVE_MEMBERS} files"])
-        issues = [f"{where}: member {m.filename!r} {why}" for m in members if (why := _unsafe_member(m.filename))]
+        issues = [
+            f"{where}: member {m.filename!r} {why}" for m in members if (why := _unsafe_member(m.filename))
+        ]
         if issues:
             raise PackageError(issues)
         candidates = [m for m in members if not m.is_dir() and _candidate_folder(m.filename) is not False]
@@ -413,7 +415,7 @@ def _binding_issues(draft: Draft, roles: list[str], bindings: Mapping[str, Group
 
 
 def _bind_roles(*, draft: Draft, bindings: Mapping[str, Group | None]) -> list[str]:
-    draft = Draft.objects.select_for_update().select_related("organization").get(pk=draft.pk)
+    draft = Draft.objects.select_for_update(of=("self",)).select_related("organization").get(pk=draft.pk)
     issues = []
     if draft.published_version_id is not None:
         issues.append(f"draft {draft.name}: is already published")
@@ -443,7 +445,7 @@ def bind_roles(*, draft: Draft, bindings: Mapping[str, Group | None]) -> list[st
 
 def _publish_draft(*, draft: Draft, published_by) -> PublishResult:
     # Locking the draft keeps two requests from publishing it twice.
-    draft = Draft.objects.select_for_update().select_related("organization").get(pk=draft.pk)
+    draft = Draft.objects.select_for_update(of=("self",)).select_related("organization").get(pk=draft.pk)
     label = draft.name or "(unnamed)"
     if draft.published_version_id is not None:
         version = draft.published_version
@@ -482,7 +484,9 @@ def _publish_draft(*, draft: Draft, published_by) -> PublishResult:
         source=draft.source,
         published_by=published_by,
     )
-    RoleBinding.objects.bulk_create(RoleBinding(version=version, role=role, group=groups[role]) for role in roles)
+    RoleBinding.objects.bulk_create(
+        RoleBinding(version=version, role=role, group=groups[role]) for role in roles
+    )
     draft.published_version = version
     draft.save(update_fields=["published_version"])
     return PublishResult(version=version)
@@ -564,7 +568,9 @@ def _import_and_publish(
     publish: bool,
     created_by,
 ) -> ImportOutcome:
-    result = _import_draft(organization=organization, text=text, folder_name=folder_name, created_by=created_by)
+    result = _import_draft(
+        organization=organization, text=text, folder_name=folder_name, created_by=created_by
+    )
     if result.refused:
         return ImportOutcome(status="refused", name=result.name, issues=result.issues, draft=result.draft)
     if result.unchanged is not None:

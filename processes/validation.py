@@ -94,6 +94,7 @@ _UNIT_SECONDS = {"m": 60, "h": 3_600, "d": 86_400}
 _MAX_DURATION_DIGITS = 12
 _SAFE_INTEGER = 2**53 - 1
 _MAX_NESTING = 100
+_MAX_VALUES = 1_000_000
 _SHOWN_CHARS = 40
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MISSING = object()
@@ -166,7 +167,7 @@ def role_names(frontmatter: dict) -> list[str]:
     """List the distinct role names used in ``person:``, in step order."""
     names: list[str] = []
     for step in _steps_of(frontmatter):
-        person = step.get("person")
+        person = step.get("person") if isinstance(step, dict) else None
         if _is_role(person) and person not in names:
             names.append(person)
     return names
@@ -1103,8 +1104,14 @@ def _check_edge_from_outside(
 def _check_canonical(ctx: _Context, frontmatter: dict) -> None:
     """Refuse what RFC 8785 cannot write: huge integers, non-finite floats, bad strings, other types."""
     pending: list[tuple[object, str, int]] = [(frontmatter, "frontmatter", 0)]
+    budget = _MAX_VALUES
     while pending:
         value, place, depth = pending.pop()
+        budget -= 1
+        if budget < 0:
+            # Only a mapping built in Python, sharing itself many times over, gets here; YAML cannot.
+            ctx.add("frontmatter", f"holds more than {_MAX_VALUES} values")
+            return
         if value is None or isinstance(value, bool):
             continue
         if isinstance(value, int):
@@ -1134,6 +1141,8 @@ def _check_canonical(ctx: _Context, frontmatter: dict) -> None:
                         pending.append(
                             (item, _child("" if place == "frontmatter" else place, key), depth + 1)
                         )
+            elif place == "steps":
+                pending.extend((item, _step_place(i, item), depth + 1) for i, item in enumerate(value))
             else:
                 pending.extend((item, f"{place}[{i}]", depth + 1) for i, item in enumerate(value))
         else:

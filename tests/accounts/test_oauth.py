@@ -26,12 +26,6 @@ pytestmark = pytest.mark.urls("tests.accounts.urls")
 WHOAMI = "/api/test/whoami"
 
 
-@pytest.fixture(autouse=True)
-def fast_hashing(settings):
-    # Client secrets are hashed like passwords; the production hasher is deliberately slow.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def org_a(db):
     return Organization.objects.create(slug="org-a", name="A")

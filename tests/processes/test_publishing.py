@@ -2,6 +2,7 @@
 
 import io
 import threading
+import time
 import zipfile
 
 import pytest
@@ -242,7 +243,8 @@ def test_a_draft_is_published_once(org):
 
 def test_changed_content_publishes_the_next_number(org):
     versions = [
-        publishing.publish_draft(draft=bound_draft(org, SIMPLE + "Revision %d.\n" % n)).version for n in range(3)
+        publishing.publish_draft(draft=bound_draft(org, SIMPLE + f"Revision {n}.\n")).version
+        for n in range(3)
     ]
     assert [v.number for v in versions] == [1, 2, 3]
     assert len({v.sha256 for v in versions}) == 3
@@ -262,7 +264,9 @@ def test_publishing_content_equal_to_the_latest_is_unchanged(org):
 
 def test_publication_checks_capabilities_again(org, monkeypatch):
     # spec §8 / implementing.md Step 1: refuse at publication a tool the server no longer offers.
-    text = SIMPLE.replace("    task: Check the request.\n", "    task: Check the request.\n    evidence: [file]\n")
+    text = SIMPLE.replace(
+        "    task: Check the request.\n", "    task: Check the request.\n    evidence: [file]\n"
+    )
     draft = bound_draft(org, text)
     offered = capabilities.offered_tools()
     monkeypatch.setattr(capabilities, "offered_tools", lambda: offered - {"upload"})
@@ -287,9 +291,19 @@ def test_version_number_is_taken_under_a_lock_on_the_process_row(org, monkeypatc
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_publishes_take_distinct_numbers(org):
+def test_concurrent_publishes_take_distinct_numbers(org, monkeypatch):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL row locks (DATABASE_URL is not PostgreSQL)")
+    create = ProcessVersion.objects.create
+
+    def slow_create(**kwargs):
+        # Widen the gap between reading the latest number and committing N+1, where a race would bite.
+        time.sleep(0.2)
+        return create(**kwargs)
+
+    monkeypatch.setattr(ProcessVersion.objects, "create", slow_create)
+    # The process exists already, so only the row lock (not its unique name) orders the publishers.
+    publishing.publish_draft(draft=bound_draft(org))
     drafts = [bound_draft(org, SIMPLE + f"Concurrent {n}.\n") for n in range(4)]
     barrier = threading.Barrier(len(drafts))
     numbers, errors = [], []
@@ -309,7 +323,7 @@ def test_concurrent_publishes_take_distinct_numbers(org):
     for thread in threads:
         thread.join()
     assert errors == []
-    assert sorted(numbers) == [1, 2, 3, 4]
+    assert sorted(numbers) == [2, 3, 4, 5]
 
 
 # --- immutability (spec §6 rule 5) -------------------------------------------------------------
@@ -352,11 +366,16 @@ def test_import_process_creates_missing_groups_and_publishes(org):
     )
     assert outcome.status == "published"
     assert outcome.lines() == [f"published simple-approval version 1 sha256 {content_hash_of(SIMPLE)}"]
-    assert set(Group.objects.filter(organization=org).values_list("name", flat=True)) == {"approvers", "checkers"}
+    assert set(Group.objects.filter(organization=org).values_list("name", flat=True)) == {
+        "approvers",
+        "checkers",
+    }
 
 
 def test_import_process_with_an_unknown_role_stores_nothing(org):
-    outcome = publishing.import_process(organization=org, text=SIMPLE, bindings={"ghost": "ghosts"}, publish=True)
+    outcome = publishing.import_process(
+        organization=org, text=SIMPLE, bindings={"ghost": "ghosts"}, publish=True
+    )
     assert outcome.status == "refused"
     assert outcome.lines() == ["role 'ghost': the process has no such role (its roles: approver, checker)"]
     assert not Draft.objects.exists() and not Group.objects.filter(name="ghosts").exists()
@@ -404,7 +423,13 @@ def test_read_package_refuses_what_is_not_there(tmp_path):
 
 @pytest.mark.parametrize(
     "name",
-    ["../evil/PROCESS.md", "simple-approval/../../PROCESS.md", "/etc/PROCESS.md", "C:/PROCESS.md", "a\\..\\b"],
+    [
+        "../evil/PROCESS.md",
+        "simple-approval/../../PROCESS.md",
+        "/etc/PROCESS.md",
+        "C:/PROCESS.md",
+        "a\\..\\b",
+    ],
 )
 def test_zip_with_path_traversal_is_refused(name):
     data = make_zip({"simple-approval/PROCESS.md": SIMPLE, name: "x"})

@@ -173,3 +173,24 @@ def publish(org):
 
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def age(run_id: str, seconds: float) -> None:
+    """Let `seconds` pass for one run: every clock it holds moves that far into the past."""
+    import datetime as dt
+
+    from django.db.models import F
+
+    from runs.models import Run, RunStep
+
+    delta = dt.timedelta(seconds=seconds)
+    pk = int(run_id[2:])
+    steps = RunStep.objects.filter(run_id=pk)
+    steps.filter(lease_expires_at__isnull=False).update(lease_expires_at=F("lease_expires_at") - delta)
+    steps.filter(wake_at__isnull=False).update(wake_at=F("wake_at") - delta)
+    steps.filter(due_at__isnull=False).update(due_at=F("due_at") - delta)
+    Run.objects.filter(pk=pk, wake_at__isnull=False).update(wake_at=F("wake_at") - delta)
+
+
+def step_state(view: dict, step_id: str):
+    return next(step["state"] for step in view["steps"] if step["id"] == step_id)

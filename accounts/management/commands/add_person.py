@@ -22,7 +22,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("email")
         parser.add_argument(
-            "--org", default=DEFAULT_ORGANIZATION, help=f"Organization slug (default: {DEFAULT_ORGANIZATION})."
+            "--org",
+            default=DEFAULT_ORGANIZATION,
+            help=f"Organization slug (default: {DEFAULT_ORGANIZATION}).",
         )
         parser.add_argument("--password", help="Checked against the password validators in settings.")
         parser.add_argument("--group", action="append", default=[], metavar="NAME", help="Repeatable.")
@@ -37,7 +39,9 @@ class Command(BaseCommand):
         slug = options["org"]
         organization = Organization.objects.filter(slug=slug).first()
         if organization is None:
-            raise CommandError(f"organization '{slug}' does not exist; create it with: manage.py add_org {slug}")
+            raise CommandError(
+                f"organization '{slug}' does not exist; create it with: manage.py add_org {slug}"
+            )
         email = options["email"].strip()
         try:
             validate_email(email)
@@ -82,7 +86,9 @@ class Command(BaseCommand):
         for name in group_names:
             group, _ = Group.objects.get_or_create(organization=organization, name=name)
             group.members.add(user)
-        all_groups = ", ".join(user.process_groups.filter(organization=organization).values_list("name", flat=True))
+        all_groups = ", ".join(
+            user.process_groups.filter(organization=organization).values_list("name", flat=True)
+        )
         role = "operator" if membership.is_operator else "not operator"
         return (
             f"{'created' if created else 'updated'} {user.email} in {organization.slug} ({role}; "

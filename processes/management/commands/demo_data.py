@@ -89,7 +89,9 @@ class Command(BaseCommand):
                     for line in outcome.lines():
                         self.stderr.write(f"{folder_name}: {line}")
         port = os.environ.get("PORT") or "8000"
-        self.stdout.write(f"Sign in at http://127.0.0.1:{port}/accounts/login/ as demo@example.com / {DEMO_PASSWORD}")
+        self.stdout.write(
+            f"Sign in at http://127.0.0.1:{port}/accounts/login/ as demo@example.com / {DEMO_PASSWORD}"
+        )
         summary = (
             f"demo data in '{organization.slug}': {len(people)} people, {len(roles)} groups, "
             f"{len(packages)} processes ({counts['published']} published, {counts['unchanged']} unchanged"

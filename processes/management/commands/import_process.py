@@ -22,7 +22,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", help="A PROCESS.md, a folder holding one, or a .zip of that folder.")
         parser.add_argument(
-            "--org", default=DEFAULT_ORGANIZATION, help=f"Organization slug (default: {DEFAULT_ORGANIZATION})."
+            "--org",
+            default=DEFAULT_ORGANIZATION,
+            help=f"Organization slug (default: {DEFAULT_ORGANIZATION}).",
         )
         parser.add_argument(
             "--bind",

@@ -1,0 +1,40 @@
+# The quick start: `make run` serves the demo on SQLite with in-process timers; `make test` runs the suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+# SLOW=1 also runs the long fault and load tests (CI does).
+SLOW ?=
+PYTEST_MARK := $(if $(SLOW),,-m "not slow")
+
+.PHONY: run test lint migrate demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+migrate: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --no-input -v 0
+
+demo: migrate
+	$(BIN)/python manage.py demo_data
+
+run: demo
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py serve 127.0.0.1:$(PORT)
+
+test: $(VENV)/.installed-dev
+	$(BIN)/pytest $(PYTEST_MARK) $(TEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) var
