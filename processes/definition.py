@@ -56,7 +56,9 @@ class StepDef:
         """The step's requirements exactly as `claim.step` and work items give them (tools.md)."""
         return {
             "output": self.output if self.kind in ("agent", "task") else None,
-            "evidence": list(self.evidence) if self.evidence is not None and self.kind in ("agent", "task") else None,
+            "evidence": list(self.evidence)
+            if self.evidence is not None and self.kind in ("agent", "task")
+            else None,
             "next": [dict(route) for route in self.routes] if self.routes else None,
         }
 
@@ -141,7 +143,9 @@ def compile_definition(frontmatter: dict, body: str = "") -> Definition:
                 stack.extend(t for t in (member.next, member.on_timeout, *member.route_targets) if t)
     if branch_of:
         compiled = [
-            StepDef(**{**step.__dict__, "branch": branch_of[step.id][0], "branch_entry": branch_of[step.id][1]})
+            StepDef(
+                **{**step.__dict__, "branch": branch_of[step.id][0], "branch_entry": branch_of[step.id][1]}
+            )
             if step.id in branch_of
             else step
             for step in compiled

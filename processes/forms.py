@@ -35,6 +35,13 @@ class ImportForm(forms.Form):
         return upload.read(), upload.name or ""
 
 
+class GroupChoiceField(forms.ModelChoiceField):
+    """Choose a group by its name; every choice is in the draft's organization already."""
+
+    def label_from_instance(self, obj):
+        return obj.name
+
+
 class BindingForm(forms.Form):
     """One group select per role, limited to the groups of the draft's organization."""
 
@@ -45,7 +52,7 @@ class BindingForm(forms.Form):
         queryset = Group.objects.filter(organization=organization).order_by("name")
         for index, role in enumerate(self.roles):
             group = initial_groups.get(role)
-            self.fields[self.field_name(index)] = forms.ModelChoiceField(
+            self.fields[self.field_name(index)] = GroupChoiceField(
                 queryset=queryset,
                 required=False,
                 label=role,

@@ -17,7 +17,9 @@ class Process(models.Model):
 
     class Meta:
         ordering = ["organization", "name"]
-        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="process_name_unique_in_org")]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="process_name_unique_in_org")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -70,7 +72,9 @@ class ProcessVersion(models.Model):
     frontmatter = models.JSONField()
     body = models.TextField()
     source = models.TextField()
-    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
     published_at = models.DateTimeField(auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()

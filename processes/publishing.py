@@ -9,8 +9,8 @@ Decisions on points the specification leaves open:
   the importer sent is lost. It stores nothing when the import is unchanged (the content hash
   equals the latest published version's) or when the document is over the size limit (storing it
   is what the limit prevents).
-- Publication validates the draft again with today's capabilities, since a profile or a tool may
-  have gone away since the import (spec §8: refused "at publication").
+- Publication parses and validates the draft's source again with today's capabilities, since a
+  profile or a tool may have gone away since the import (spec §8: refused "at publication").
 - A draft whose content equals the latest version when it is published creates no version; the
   result says ``unchanged`` and the draft points at that version.
 - Role bindings live on the draft until publication and are then copied into RoleBindings, which
@@ -40,7 +40,6 @@ from processes import capabilities, hashing, parsing, validation
 from processes.models import Draft, Process, ProcessVersion, RoleBinding
 
 PROCESS_FILE = "PROCESS.md"
-# A zip may carry more than PROCESS.md (profiles add files), so the archive gets the upload cap.
 MAX_ARCHIVE_MEMBERS = 1000
 
 
@@ -137,6 +136,7 @@ def _max_process_bytes() -> int:
 
 
 def _max_archive_bytes() -> int:
+    # A zip may carry more than PROCESS.md (profiles add files), so the archive gets the upload cap.
     return max(int(getattr(settings, "MAX_UPLOAD_BYTES", 10 * 1024 * 1024)), _max_process_bytes())
 
 
@@ -285,10 +285,13 @@ def _hash(frontmatter: dict, body: str) -> tuple[str | None, list[str]]:
 
 
 def _as_text(text: str | bytes) -> str:
+    # A refused draft keeps what can be stored (no lone surrogates, no NUL); valid documents are
+    # UTF-8 without either, so for them this is exact.
     if isinstance(text, str):
-        return text
-    # A refused draft keeps what could be decoded; valid documents are UTF-8, so they are exact.
-    return bytes(text).decode("utf-8", errors="replace")
+        text = text.encode("utf-8", errors="replace").decode("utf-8")
+    else:
+        text = bytes(text).decode("utf-8", errors="replace")
+    return text.replace("\x00", "\ufffd")
 
 
 def _latest_version(organization: Organization, name: str) -> ProcessVersion | None:
@@ -328,7 +331,7 @@ def _import_draft(
     draft = Draft.objects.create(
         organization=organization,
         name=name,
-        source=_as_text(text).replace("\x00", "\ufffd"),
+        source=_as_text(text),
         folder_name=folder_name or "",
         frontmatter=frontmatter,
         body=parsed.body.replace("\x00", "\ufffd"),
@@ -452,7 +455,12 @@ def _publish_draft(*, draft: Draft, published_by) -> PublishResult:
         raise PublishError([f"draft {label}: is already published as version {version.number}"])
     if draft.issues or not isinstance(draft.frontmatter, dict):
         raise PublishError(list(draft.issues) or [f"draft {label}: has no frontmatter"])
-    frontmatter, body = draft.frontmatter, draft.body
+    # The hash is of the parsed document (spec §6 rule 5), so the source is parsed again rather than
+    # trusting the stored JSON, which a database may hand back with 1e21 turned into an integer.
+    parsed = parsing.parse_process(draft.source, max_bytes=_max_process_bytes())
+    if parsed.frontmatter is None or parsed.issues:
+        raise PublishError(list(parsed.issues) or [f"draft {label}: has no frontmatter"])
+    frontmatter, body = parsed.frontmatter, parsed.body
     issues = _validate(frontmatter, draft.folder_name) + _storage_issues(body)
     sha256, hash_issues = _hash(frontmatter, body)
     issues += hash_issues

@@ -112,11 +112,15 @@ class _Context:
     ids: dict[str, int]
     join_is_word: bool
     issues: list[str] = field(default_factory=list)
-    reported: set[str] = field(default_factory=set)
+    reported: set[str] = field(default_factory=set)  # profiles and tools already reported missing
+    recorded: set[str] = field(default_factory=set)
 
     def add(self, place: str, message: str) -> None:
-        """Record one issue at its place."""
-        self.issues.append(f"{place}: {message}")
+        """Record one issue at its place, once, however many paths lead to it."""
+        issue = f"{place}: {message}"
+        if issue not in self.recorded:
+            self.recorded.add(issue)
+            self.issues.append(issue)
 
 
 @dataclass(frozen=True)
@@ -969,7 +973,7 @@ def _check_branches(ctx: _Context) -> None:
     parallels = {
         i for i, step in enumerate(steps) if isinstance(step, dict) and _single_kind(step) == PARALLEL_KIND
     }
-    branches_of: dict[int, list[int]] = {}  # step -> entries of the branches it is in
+    branches_of: dict[int, list[tuple[int, int]]] = {}  # step -> (parallel step, entry) of its branches
     brought_by: dict[int, str] = {}  # step -> the place of the edge that first brought it into a branch
 
     for parallel in sorted(parallels):
@@ -979,9 +983,14 @@ def _check_branches(ctx: _Context) -> None:
             _walk_branch(ctx, edges, parallel, edge, parallels, branches_of, brought_by)
 
     in_branch = set(branches_of)
-    for index, entries in branches_of.items():
-        if len(entries) > 1:
-            names = [_show(steps[entry].get("id")) for entry in entries]
+    for index, branches in branches_of.items():
+        if len(branches) > 1:
+            names = [_show(steps[entry].get("id")) for _, entry in branches]
+            if len(set(names)) < len(names):
+                names = [
+                    f"{name} of {_show(steps[fork].get('id'))}"
+                    for name, (fork, _) in zip(names, branches, strict=True)
+                ]
             ctx.add(_step_place(index, steps[index]), f"is in more than one branch (from {_and(names)})")
 
     for index in range(len(steps)):
@@ -1004,7 +1013,7 @@ def _walk_branch(
     parallel: int,
     entry_edge: _Edge,
     parallels: set[int],
-    branches_of: dict[int, list[int]],
+    branches_of: dict[int, list[tuple[int, int]]],
     brought_by: dict[int, str],
 ) -> None:
     """Follow one branch from its entry along next and on_timeout, checking each step on the way."""
@@ -1017,11 +1026,11 @@ def _walk_branch(
     seen = {entry}
     brought_by.setdefault(entry, entry_edge.place)
     reaches_join: set[int] = set()
-    leads_to: dict[int, list[int]] = {}
+    comes_from: dict[int, list[int]] = {}
     for member in members:
         branches_of.setdefault(member, [])
-        if entry not in branches_of[member]:
-            branches_of[member].append(entry)
+        if (parallel, entry) not in branches_of[member]:
+            branches_of[member].append((parallel, entry))
         step = steps[member]
         if not _has_valid_next(step):
             ctx.add(
@@ -1035,20 +1044,17 @@ def _walk_branch(
             if edge.target is None:
                 reaches_join.add(member)
             elif _branch_target_ok(ctx, edge, parallel, parallels):
-                leads_to.setdefault(member, []).append(edge.target)
+                comes_from.setdefault(edge.target, []).append(member)
                 if edge.target not in seen:
                     seen.add(edge.target)
                     brought_by.setdefault(edge.target, edge.place)
                     members.append(edge.target)
-    changed = True
-    while changed:
-        changed = False
-        for member in members:
-            if member not in reaches_join and any(
-                target in reaches_join for target in leads_to.get(member, ())
-            ):
-                reaches_join.add(member)
-                changed = True
+    pending = list(reaches_join)
+    while pending:
+        for source in comes_from.get(pending.pop(), ()):
+            if source not in reaches_join:
+                reaches_join.add(source)
+                pending.append(source)
     for member in members:
         if member not in reaches_join:
             ctx.add(

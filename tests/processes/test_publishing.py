@@ -116,6 +116,15 @@ def test_unreadable_import_keeps_the_source(org):
     assert draft.frontmatter is None and draft.name == ""
 
 
+@pytest.mark.parametrize(
+    "text", ["---\nname: \ud800\n---\n", b"---\nname: \xff\n---\n", "---\nname: a\x00\n---\n"]
+)
+def test_text_that_cannot_be_stored_as_is_is_kept_as_far_as_it_can(org, text):
+    result = publishing.import_draft(organization=org, text=text)
+    assert result.refused
+    assert Draft.objects.get().source.startswith("---\nname: ")
+
+
 def test_oversized_import_is_refused_without_storing_it(org, settings):
     settings.MAX_PROCESS_BYTES = 1000
     result = publishing.import_draft(organization=org, text=SIMPLE + "x" * 1000)
@@ -207,6 +216,15 @@ def test_publish_creates_version_one_with_its_hash_and_bindings(org, make_user):
         ("checker", "checker"),
     }
     assert draft.published_version == version
+
+
+def test_hash_is_of_the_parsed_document_even_where_json_storage_differs(org):
+    # jsonb gives 1e21 back as an integer; the version's hash must still be of the parsed float.
+    text = SIMPLE.replace(
+        "  request: string", "  request: string\n  size: { type: number, one_of: [1e21, 0.5] }"
+    )
+    version = publishing.publish_draft(draft=bound_draft(org, text)).version
+    assert version.sha256 == content_hash_of(text)
 
 
 def test_publish_with_an_unbound_role_is_refused_naming_it(org):

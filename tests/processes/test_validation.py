@@ -69,7 +69,9 @@ def test_profile_fixtures_exact_refusals():
     assert validate_process(fixture("major-incident")) == [
         "steps[1] (respond).parallel: needs the parallel-1 profile, which this server does not offer"
     ]
-    assert validate_process(fixture("vendor-check"), check_unavailable_reason="no evaluator is configured") == [
+    assert validate_process(
+        fixture("vendor-check"), check_unavailable_reason="no evaluator is configured"
+    ) == [
         "steps[0] (check_vendor).check: needs the check-1 profile, which this server does not offer "
         "(no evaluator is configured)"
     ]
@@ -129,15 +131,23 @@ BRANCHES = """
 
 def ask(question: str) -> str:
     """Write a one-step process whose agent step carries the given check."""
-    return "steps:\n  - id: a\n    agent: Do it.\n    check:\n" + textwrap.indent(
-        textwrap.dedent(question).strip("\n"), "      "
-    ) + "\n" + END
+    return (
+        "steps:\n  - id: a\n    agent: Do it.\n    check:\n"
+        + textwrap.indent(textwrap.dedent(question).strip("\n"), "      ")
+        + "\n"
+        + END
+    )
 
 
 REFUSALS = [
     # spec §2.1: name
     case("name-missing", f"description: d\nsteps:\n{END}", "name: required", head=False),
-    case("name-not-string", f"name: 5\ndescription: d\nsteps:\n{END}", "name: must be a string, not a number", head=False),
+    case(
+        "name-not-string",
+        f"name: 5\ndescription: d\nsteps:\n{END}",
+        "name: must be a string, not a number",
+        head=False,
+    ),
     case(
         "name-pattern",
         f"name: Foo_Bar\ndescription: d\nsteps:\n{END}",
@@ -164,7 +174,12 @@ REFUSALS = [
     ),
     # spec §2.1: description and steps
     case("description-missing", f"name: x\nsteps:\n{END}", "description: required", head=False),
-    case("description-blank", f"name: x\ndescription: '  '\nsteps:\n{END}", "description: must not be empty", head=False),
+    case(
+        "description-blank",
+        f"name: x\ndescription: '  '\nsteps:\n{END}",
+        "description: must not be empty",
+        head=False,
+    ),
     case(
         "description-not-string",
         f"name: x\ndescription: [a]\nsteps:\n{END}",
@@ -196,7 +211,11 @@ REFUSALS = [
         "'<<': unknown field; the frontmatter has only name, description, inputs, steps and requires",
     ),
     # implementing.md Step 1: requires has only systems, names matching the name pattern, each once
-    case("requires-not-mapping", f"requires: [crm]\nsteps:\n{END}", "requires: must be a mapping with systems, not a list"),
+    case(
+        "requires-not-mapping",
+        f"requires: [crm]\nsteps:\n{END}",
+        "requires: must be a mapping with systems, not a list",
+    ),
     case(
         "requires-unknown",
         f"requires: {{systems: [crm], roles: [a]}}\nsteps:\n{END}",
@@ -246,8 +265,12 @@ REFUSALS = [
         f"inputs: {{a: 5}}\nsteps:\n{END}",
         "inputs.a: must be a type name or a field object with type, not a number",
     ),
-    case("field-name-empty", f"inputs: {{'': string}}\nsteps:\n{END}", "inputs: field names must not be empty"),
-    case("field-type-missing", f"inputs: {{a: {{description: x}}}}\nsteps:\n{END}", "inputs.a.type: required"),
+    case(
+        "field-name-empty", f"inputs: {{'': string}}\nsteps:\n{END}", "inputs: field names must not be empty"
+    ),
+    case(
+        "field-type-missing", f"inputs: {{a: {{description: x}}}}\nsteps:\n{END}", "inputs.a.type: required"
+    ),
     case(
         "field-type-unknown",
         f"inputs: {{amount: {{type: int}}}}\nsteps:\n{END}",
@@ -334,7 +357,11 @@ REFUSALS = [
         "steps[0]: must be a mapping with an id and one kind key, not a string",
     ),
     case("step-id-missing", f"steps:\n  - {{agent: Do it.}}\n{END}", "steps[0].id: required"),
-    case("step-id-not-string", f"steps:\n  - {{id: 5, agent: Do it.}}\n{END}", "steps[0].id: must be a string, not a number"),
+    case(
+        "step-id-not-string",
+        f"steps:\n  - {{id: 5, agent: Do it.}}\n{END}",
+        "steps[0].id: must be a string, not a number",
+    ),
     case(
         "step-id-pattern",
         f"steps:\n  - {{id: Draft, agent: Do it.}}\n{END}",
@@ -362,7 +389,11 @@ REFUSALS = [
         "steps:\n  - {id: a, agent: Do it., finish: done}\n",
         "steps[0] (a): has 2 kind keys (agent, finish); a step has exactly one",
     ),
-    case("step-unknown-key", f"steps:\n  - {{id: a, agent: Do it., retries: 3}}\n{END}", "steps[0] (a).retries: unknown field"),
+    case(
+        "step-unknown-key",
+        f"steps:\n  - {{id: a, agent: Do it., retries: 3}}\n{END}",
+        "steps[0] (a).retries: unknown field",
+    ),
     # spec §2.2: kind values
     case(
         "agent-blank",
@@ -479,9 +510,21 @@ REFUSALS = [
         f"steps:\n  - {{id: a, agent: Do it., on_timeout: end}}\n{END}",
         "steps[0] (a).on_timeout: not allowed on agent steps; it applies to wait_for steps",
     ),
-    case("finish-with-next", "steps:\n  - {id: end, finish: done, next: end}\n", "steps[0] (end).next: a finish step has no next"),
-    case("task-needs-person", f"steps:\n  - {{id: t, task: Do it.}}\n{END}", "steps[0] (t).person: required on task steps"),
-    case("approve-needs-person", f"steps:\n  - {{id: a, approve: Approve it.}}\n{END}", "steps[0] (a).person: required on approve steps"),
+    case(
+        "finish-with-next",
+        "steps:\n  - {id: end, finish: done, next: end}\n",
+        "steps[0] (end).next: a finish step has no next",
+    ),
+    case(
+        "task-needs-person",
+        f"steps:\n  - {{id: t, task: Do it.}}\n{END}",
+        "steps[0] (t).person: required on task steps",
+    ),
+    case(
+        "approve-needs-person",
+        f"steps:\n  - {{id: a, approve: Approve it.}}\n{END}",
+        "steps[0] (a).person: required on approve steps",
+    ),
     case(
         "timeout-bad-duration",
         f"steps:\n  - {{id: w, wait_for: paid, timeout: soon}}\n{END}",
@@ -527,7 +570,11 @@ REFUSALS = [
         f"steps:\n  - {{id: t, person: [a], task: Do it.}}\n{END}",
         "steps[0] (t).person: must be a role name, initiator, or a path to a person field, not a list",
     ),
-    case("person-blank", f"steps:\n  - {{id: t, person: ' ', task: Do it.}}\n{END}", "steps[0] (t).person: must not be blank"),
+    case(
+        "person-blank",
+        f"steps:\n  - {{id: t, person: ' ', task: Do it.}}\n{END}",
+        "steps[0] (t).person: must not be blank",
+    ),
     case(
         "person-path-shape",
         f"steps:\n  - {{id: t, person: finance.approver, task: Do it.}}\n{END}",
@@ -551,7 +598,11 @@ REFUSALS = [
         "steps[1] (t).person: 'steps.plan.output.buddy' is a string field, not a person field",
     ),
     # spec §2.2: references name existing steps
-    case("next-no-such-step", f"steps:\n  - {{id: a, agent: Do it., next: ned}}\n{END}", "steps[0] (a).next: no step named 'ned'"),
+    case(
+        "next-no-such-step",
+        f"steps:\n  - {{id: a, agent: Do it., next: ned}}\n{END}",
+        "steps[0] (a).next: no step named 'ned'",
+    ),
     case(
         "next-not-string",
         f"steps:\n  - {{id: a, agent: Do it., next: 5}}\n{END}",
@@ -576,7 +627,8 @@ REFUSALS = [
     # spec §2.2 and §3.2: route lists
     case(
         "routes-on-approve",
-        "steps:\n  - {id: a, person: boss, approve: Approve it., next: [b, end]}\n  - {id: b, agent: B.}\n" + END,
+        "steps:\n  - {id: a, person: boss, approve: Approve it., next: [b, end]}\n  - {id: b, agent: B.}\n"
+        + END,
         "steps[0] (a).next: a list of routes is allowed only on agent and task steps, not on approve steps",
     ),
     case(
@@ -611,7 +663,8 @@ REFUSALS = [
     ),
     case(
         "route-unknown-key",
-        "steps:\n  - {id: a, agent: Do it., next: [{to: b, when: x, if: y}, end]}\n  - {id: b, agent: B.}\n" + END,
+        "steps:\n  - {id: a, agent: Do it., next: [{to: b, when: x, if: y}, end]}\n  - {id: b, agent: B.}\n"
+        + END,
         "steps[0] (a).next[0].if: unknown field; a route has only to and when",
     ),
     case(
@@ -778,7 +831,9 @@ REFUSALS = [
     ),
     case(
         "default-into-branch",
-        fork(BRANCHES).replace("{id: fork, parallel: [left, right], next: review}", "{id: fork, parallel: [left, right]}"),
+        fork(BRANCHES).replace(
+            "{id: fork, parallel: [left, right], next: review}", "{id: fork, parallel: [left, right]}"
+        ),
         "steps[1] (fork): continues by default into the branch step 'left'; name next",
         **P1,
     ),
@@ -806,7 +861,10 @@ REFUSALS = [
     ),
     case(
         "join-reserved-id",
-        fork(BRANCHES, after="  - {id: review, person: lead, approve: Close it., next: join}\n  - {id: join, finish: x}\n"),
+        fork(
+            BRANCHES,
+            after="  - {id: review, person: lead, approve: Close it., next: join}\n  - {id: join, finish: x}\n",
+        ),
         "steps[5] (join).id: 'join' is reserved by the parallel-1 profile for the end of a branch",
         **P1,
     ),
@@ -841,7 +899,12 @@ REFUSALS = [
         "steps[0] (a).check: not allowed on approve steps; it applies to agent and task steps",
         **C1,
     ),
-    case("check-blank", f"steps:\n  - {{id: a, agent: Do it., check: ' '}}\n{END}", "steps[0] (a).check: must not be blank", **C1),
+    case(
+        "check-blank",
+        f"steps:\n  - {{id: a, agent: Do it., check: ' '}}\n{END}",
+        "steps[0] (a).check: must not be blank",
+        **C1,
+    ),
     case(
         "check-empty-list",
         f"steps:\n  - {{id: a, agent: Do it., check: []}}\n{END}",
@@ -1315,9 +1378,15 @@ def test_patterns_and_constants():
 
 
 def test_role_names_in_step_order():
-    assert role_names(fixture("contract-review")) == ["legal-reviewer", "finance-reviewer", "authorized-signatory"]
+    assert role_names(fixture("contract-review")) == [
+        "legal-reviewer",
+        "finance-reviewer",
+        "authorized-signatory",
+    ]
     assert role_names(fixture("expense-reimbursement")) == ["accounts-payable"]
-    assert role_names({"steps": [{"person": " "}, {"person": 5}, "x", {"person": "a"}, {"person": "a"}]}) == ["a"]
+    assert role_names({"steps": [{"person": " "}, {"person": 5}, "x", {"person": "a"}, {"person": "a"}]}) == [
+        "a"
+    ]
     assert role_names({"steps": "x"}) == []
 
 

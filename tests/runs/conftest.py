@@ -92,7 +92,8 @@ def rid() -> str:
 
 @pytest.fixture
 def org(db) -> Organization:
-    return Organization.objects.get(slug="default")
+    # get_or_create: transactional tests flush the table the migration filled.
+    return Organization.objects.get_or_create(slug="default", defaults={"name": "Default organization"})[0]
 
 
 @pytest.fixture
