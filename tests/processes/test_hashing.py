@@ -44,9 +44,7 @@ def test_hash_is_lowercase_hex_sha256():
 
 
 def test_two_yaml_spellings_of_one_frontmatter_hash_the_same():
-    block = parse_process(
-        "---\nname: x\ndescription: d\nsteps:\n  - id: end\n    finish: done\n---\nBody.\n"
-    )
+    block = parse_process("---\nname: x\ndescription: d\nsteps:\n  - id: end\n    finish: done\n---\nBody.\n")
     flow = parse_process(
         "---\nsteps: [{finish: 'done', id: end}]   # comments are not content\ndescription: \"d\"\nname: x\n"
         "---\nBody.\n"
