@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 from collections import deque
 from dataclasses import dataclass, field
 
-import rfc8785
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -55,13 +55,29 @@ def iso(moment: dt.datetime | None) -> str | None:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _plain(value):
+    # A database may hand an integral float back as an integer (jsonb: 1e21); spell both alike.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e300:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def canonical_json(value) -> bytes:
+    """Serialise JSON deterministically (sorted keys, no spaces); integers of any size are allowed."""
+    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def snapshot_of(data: dict) -> str:
     """Hash run data as a decision's snapshot (spec §3.4)."""
-    return hashlib.sha256(rfc8785.dumps(data)).hexdigest()
+    return hashlib.sha256(canonical_json(data)).hexdigest()
 
 
 def data_size(data: dict) -> int:
-    return len(rfc8785.dumps(data))
+    return len(canonical_json(data))
 
 
 @dataclass

@@ -16,7 +16,6 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-import rfc8785
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -110,7 +109,7 @@ class _Outcome:
 
 def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
     payload = {"tool": tool, "by": identity.ref, "arguments": {k: v for k, v in arguments.items() if k != "requestId"}}
-    return hashlib.sha256(rfc8785.dumps(payload)).hexdigest()
+    return hashlib.sha256(engine.canonical_json(payload)).hexdigest()
 
 
 def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:

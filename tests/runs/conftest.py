@@ -22,7 +22,7 @@ from processes.parsing import parse_process
 SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "agentprocess" / "schemas" / "core-2"
 if not SCHEMAS.exists():
     SCHEMAS = Path(__file__).resolve().parents[2] / "runs" / "schemas" / "core-2"
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "agentprocess" / "conformance" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "conformance" / "fixtures"
 
 
 def _registry() -> Registry:
