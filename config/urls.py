@@ -6,4 +6,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("", include("accounts.urls")),
     path("", include("runs.urls")),
+    path("", include("work.urls")),
+    path("", include("processes.urls")),
+    path("", include("config.mcp_urls")),
 ]
