@@ -20,7 +20,7 @@ TOOLS = (
 )
 
 # Profiles the engine implements; check-1 is honoured only while an evaluator is configured.
-IMPLEMENTED_PROFILES = ()
+IMPLEMENTED_PROFILES = ("parallel-1",)
 
 
 def evaluator_configured() -> bool:

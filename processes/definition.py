@@ -69,6 +69,7 @@ class Definition:
     by_id: dict[str, StepDef] = field(repr=False)
     inputs: dict
     body: str
+    frontmatter: dict = field(default_factory=dict, repr=False)
 
     @property
     def first(self) -> StepDef:
@@ -151,7 +152,9 @@ def compile_definition(frontmatter: dict, body: str = "") -> Definition:
             for step in compiled
         ]
         by_id = {step.id: step for step in compiled}
-    return Definition(steps=tuple(compiled), by_id=by_id, inputs=frontmatter.get("inputs") or {}, body=body)
+    return Definition(
+        steps=tuple(compiled), by_id=by_id, inputs=frontmatter.get("inputs") or {}, body=body, frontmatter=frontmatter
+    )
 
 
 _cache: dict[str, Definition] = {}
@@ -162,7 +165,12 @@ def definition_for(version) -> Definition:
     """Return the compiled definition of a published version, cached by its content hash."""
     found = _cache.get(version.sha256)
     if found is None:
-        found = compile_definition(version.frontmatter, version.body)
+        # Parse the source again: a jsonb column does not keep the declared order of fields.
+        from processes.parsing import parse_process
+
+        parsed = parse_process(version.source) if version.source else None
+        frontmatter = parsed.frontmatter if parsed and parsed.frontmatter and not parsed.issues else version.frontmatter
+        found = compile_definition(frontmatter, version.body)
         with _cache_lock:
             if len(_cache) > 2048:
                 _cache.clear()

@@ -884,7 +884,7 @@ def _check_graph(ctx: _Context) -> None:
         [edge for edge in step_edges if edge.key in ("next", "default", "on_timeout")] for step_edges in edges
     ]
     for edge in _loop_edges(forward):
-        target = _show(ctx.steps[edge.target].get("id"))
+        target = _step_name(ctx.steps, edge.target)
         if edge.key == "default":
             ctx.add(
                 edge.place,
@@ -985,10 +985,10 @@ def _check_branches(ctx: _Context) -> None:
     in_branch = set(branches_of)
     for index, branches in branches_of.items():
         if len(branches) > 1:
-            names = [_show(steps[entry].get("id")) for _, entry in branches]
+            names = [_step_name(steps, entry) for _, entry in branches]
             if len(set(names)) < len(names):
                 names = [
-                    f"{name} of {_show(steps[fork].get('id'))}"
+                    f"{name} of {_step_name(steps, fork)}"
                     for name, (fork, _) in zip(names, branches, strict=True)
                 ]
             ctx.add(_step_place(index, steps[index]), f"is in more than one branch (from {_and(names)})")
@@ -1068,7 +1068,7 @@ def _branch_target_ok(ctx: _Context, edge: _Edge, parallel: int, parallels: set[
     target = edge.target
     assert target is not None
     step = ctx.steps[target]
-    name = _show(step.get("id")) if isinstance(step, dict) else f"steps[{target}]"
+    name = _step_name(ctx.steps, target)
     if target == parallel:
         ctx.add(edge.place, f"a branch cannot go back to its parallel step {name}")
     elif target in parallels:
@@ -1089,7 +1089,7 @@ def _check_edge_from_outside(
         return
     if edge.target not in in_branch:
         return
-    name = _show(ctx.steps[edge.target].get("id"))
+    name = _step_name(ctx.steps, edge.target)
     if edge.key == "on_reject":
         ctx.add(
             edge.place, f"cannot return into the branch step {name}; return to the parallel step or before it"
@@ -1261,6 +1261,13 @@ def _step_place(index: int, step: object) -> str:
         shown = step_id if len(step_id) <= 64 else step_id[:64] + "…"
         return f"steps[{index}] ({shown})"
     return f"steps[{index}]"
+
+
+def _step_name(steps: list, index: int) -> str:
+    """Name a step briefly inside an issue: its quoted id, or its position when it has none."""
+    step = steps[index]
+    step_id = step.get("id") if isinstance(step, dict) else None
+    return _show(step_id) if isinstance(step_id, str) else f"steps[{index}]"
 
 
 def _child(parent: str, key: object) -> str:

@@ -240,14 +240,15 @@ def list_processes(identity: Identity, arguments: dict) -> dict:
     items = []
     for process in page[:limit]:
         version = latest[process.pk]
+        frontmatter = definition_for(version).frontmatter
         entry = {
             "name": process.name,
-            "description": version.frontmatter["description"],
+            "description": frontmatter["description"],
             "version": version.number,
-            "inputs": version.frontmatter.get("inputs") or {},
+            "inputs": frontmatter.get("inputs") or {},
         }
-        if version.frontmatter.get("requires"):
-            entry["requires"] = version.frontmatter["requires"]
+        if frontmatter.get("requires"):
+            entry["requires"] = frontmatter["requires"]
         items.append(entry)
     return {"items": items, "nextCursor": _cursor([page[limit - 1].name]) if len(page) > limit else None}
 

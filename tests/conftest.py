@@ -90,3 +90,22 @@ def publish(org):
         return outcome.version
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Under REQUIRE_NO_SKIPS (CI, on PostgreSQL and Redis) a skipped test fails the run."""
+    import os
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if os.environ.get("REQUIRE_NO_SKIPS") and skipped:
+        terminalreporter.write_line(f"REQUIRE_NO_SKIPS: {len(skipped)} test(s) skipped; CI runs everything.", red=True)
+        config._require_no_skips_failed = True
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import os
+
+    if os.environ.get("REQUIRE_NO_SKIPS") and session.config.pluginmanager.get_plugin("terminalreporter"):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter.stats.get("skipped") and session.exitstatus == 0:
+            session.exitstatus = 1

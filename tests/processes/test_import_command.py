@@ -63,8 +63,9 @@ def test_every_core_fixture_publishes_with_every_role_bound(org, name):
 
 
 @pytest.mark.parametrize(("name", "profile"), [("major-incident", "parallel-1"), ("vendor-check", "check-1")])
-def test_profile_fixtures_are_refused_naming_their_profile(org, name, profile):
+def test_profile_fixtures_are_refused_naming_their_profile(org, name, profile, monkeypatch):
     # spec §8: refused at publication while the server lacks the profile.
+    monkeypatch.setattr("processes.capabilities.IMPLEMENTED_PROFILES", ())
     path = fixture_path(name)
     status, out, err = run(path, "--publish", *bind_all(expected(path)[1]))
     assert status == 1 and out == ""
@@ -73,6 +74,14 @@ def test_profile_fixtures_are_refused_naming_their_profile(org, name, profile):
     assert not ProcessVersion.objects.exists()
     # The refused import is kept as a draft with its issues.
     assert Draft.objects.get(name=name).issues == lines
+
+
+def test_major_incident_publishes_with_the_parallel_profile(org):
+    # profiles/parallel.md: a server with the profile publishes the fixture.
+    path = fixture_path("major-incident")
+    _, roles, sha256 = expected(path)
+    status, out, err = run(path, "--publish", *bind_all(roles))
+    assert (status, err) == (0, "") and out == f"published major-incident version 1 sha256 {sha256}\n"
 
 
 def test_reimport_is_unchanged(org):
@@ -241,7 +250,8 @@ def test_demo_data_is_idempotent(org, monkeypatch):
     assert err == ""
     lines = out.splitlines()
     assert lines[0] == "Sign in at http://127.0.0.1:8000/accounts/login/ as demo@example.com / demo"
-    assert "10 processes (10 published, 0 unchanged)" in lines[1]
+    # The ten core fixtures, and major-incident while parallel-1 is offered.
+    assert "11 processes (11 published, 0 unchanged)" in lines[1]
     state = (
         User.objects.count(),
         Group.objects.count(),
@@ -252,7 +262,7 @@ def test_demo_data_is_idempotent(org, monkeypatch):
     out, err = demo(monkeypatch, port="9123")
     assert err == ""
     assert out.splitlines()[0].startswith("Sign in at http://127.0.0.1:9123/accounts/login/")
-    assert "10 processes (0 published, 10 unchanged)" in out.splitlines()[1]
+    assert "11 processes (0 published, 11 unchanged)" in out.splitlines()[1]
     assert state == (
         User.objects.count(),
         Group.objects.count(),
@@ -260,7 +270,7 @@ def test_demo_data_is_idempotent(org, monkeypatch):
         Draft.objects.count(),
         Membership.objects.count(),
     )
-    assert set(Process.objects.values_list("name", flat=True)) == set(CORE_FIXTURES)
+    assert set(Process.objects.values_list("name", flat=True)) == {*CORE_FIXTURES, "major-incident"}
 
 
 def test_demo_people_can_sign_in_and_cover_every_role(org, monkeypatch):

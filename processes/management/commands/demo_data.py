@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from accounts.models import DEFAULT_ORGANIZATION, Group, Membership, Organization, User
-from processes import parsing, publishing, validation
+from processes import capabilities, parsing, publishing, validation
 
 # The ten fixtures that use the core only (conformance/README.md); the other two need profiles.
 CORE_FIXTURES = (
@@ -24,6 +24,7 @@ CORE_FIXTURES = (
     "support-escalation",
 )
 PROFILE_FIXTURES = ("major-incident", "vendor-check")
+PROFILE_OF = {"major-incident": "parallel-1", "vendor-check": "check-1"}
 DEMO_PASSWORD = "demo"
 DEMO_PEOPLE = (("demo@example.com", True), ("colleague@example.com", False))
 
@@ -67,7 +68,9 @@ class Command(BaseCommand):
             places = ", ".join(str(p) for p in fixture_dirs())
             self.stderr.write(f"conformance fixtures not found (looked in {places}); no processes loaded")
         else:
-            packages = [publishing.read_package(folder / name) for name in CORE_FIXTURES]
+            offered = capabilities.enabled_profiles()
+            names = [*CORE_FIXTURES, *(n for n in PROFILE_FIXTURES if PROFILE_OF[n] in offered)]
+            packages = [publishing.read_package(folder / name) for name in names]
         roles = sorted({role for text, _ in packages for role in _roles(text)})
         counts = {"published": 0, "unchanged": 0, "refused": 0, "draft": 0}
         with transaction.atomic():
