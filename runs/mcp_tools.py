@@ -42,7 +42,7 @@ DESCRIPTIONS = {
     "start_run": (
         "Start a run of a published process by `process` name, with `inputs` that match the process's declared "
         "inputs exactly (undeclared or mistyped fields are refused as `invalid`, with every problem in "
-        "`issues`). `version` defaults to the latest; `mode: \"test\"` starts a rehearsal in which you must not "
+        '`issues`). `version` defaults to the latest; `mode: "test"` starts a rehearsal in which you must not '
         "cause real external effects. Send a new UUID as `requestId`; if the answer is lost, retry with the same "
         "one and you get the same run instead of a second. Returns the run view, already showing which steps "
         "are ready."
@@ -77,7 +77,7 @@ DESCRIPTIONS = {
     "upload": (
         "Store a file you produced or collected as evidence, sent as `contentBase64` with its `fileName` and "
         "`contentType` (at most `maxUploadBytes` from `describe`). Returns its `id`, `sha256` and size in "
-        "`bytes`; attach it to `submit` as evidence `{\"kind\": \"file\", \"ref\": <id>}`. Needed only when the "
+        '`bytes`; attach it to `submit` as evidence `{"kind": "file", "ref": <id>}`. Needed only when the '
         "claimed step requires `file` evidence. Send a new UUID as `requestId`; a retry with the same one "
         "returns the same file."
     ),
@@ -163,11 +163,7 @@ def annotations(tool: str) -> dict:
         "title": TITLES[tool],
         "readOnlyHint": not write,
         # Hints about writes are meaningless on a read-only tool (MCP spec), so they are given for writes only.
-        **(
-            {"destructiveHint": tool == "cancel", "idempotentHint": True}
-            if write
-            else {}
-        ),
+        **({"destructiveHint": tool == "cancel", "idempotentHint": True} if write else {}),
         "openWorldHint": False,
     }
 

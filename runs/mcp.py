@@ -1,0 +1,352 @@
+"""The agent tools over MCP Streamable HTTP at `/mcp`: one JSON-RPC message per POST, bearer tokens only.
+
+The door has no rules of its own: `tools/call` runs `runs.tools.call_tool` exactly as the REST door does
+and puts the tools.md envelope in `structuredContent`. Answers are plain JSON (never server-sent events)
+and there are no sessions, so any request may arrive at any time from any worker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse
+from django.utils.http import is_same_domain
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework.utils.encoders import JSONEncoder
+
+from accounts.identity import Identity
+from accounts.oauth import (
+    API_SCOPE,
+    MCP_PATH,
+    absolute_url,
+    identity_for_token,
+    protected_resource_metadata_url,
+)
+from processes.capabilities import TOOLS
+
+from . import files
+from .errors import Retry, ToolError
+from .mcp_tools import INSTRUCTIONS, tool_definitions
+from .tools import call_tool
+
+log = logging.getLogger(__name__)
+
+# The Streamable HTTP revisions this endpoint speaks, oldest first; the last is offered to clients we do not know.
+PROTOCOL_VERSIONS = ("2025-06-18", "2025-11-25")
+LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+
+try:
+    SERVER_VERSION = package_version("agentprocess-server")
+except PackageNotFoundError:  # run from a checkout that was never installed
+    SERVER_VERSION = "unknown"
+
+SERVER_INFO = {
+    "name": "agentprocess-server",
+    "title": "agentprocess process server",
+    "version": SERVER_VERSION,
+}
+
+
+class RpcError(Exception):
+    """A JSON-RPC error; `status` is the HTTP status it travels with (200 once a request was understood)."""
+
+    def __init__(self, code: int, message: str, data=None, *, status: int = 200):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.status = status
+
+    def as_error(self) -> dict:
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def _dumps(value) -> str:
+    # DRF's encoder, so a tool's data is serialized exactly as the REST door serializes it.
+    return json.dumps(value, cls=JSONEncoder, ensure_ascii=False)
+
+
+def _json(payload: dict, status: int = 200, headers: dict | None = None) -> HttpResponse:
+    return HttpResponse(_dumps(payload), status=status, content_type="application/json", headers=headers)
+
+
+def _error(code: int, message: str, *, status: int, request_id=None, data=None, headers=None) -> HttpResponse:
+    return _json(
+        {"jsonrpc": "2.0", "id": request_id, "error": RpcError(code, message, data).as_error()},
+        status,
+        headers,
+    )
+
+
+# --- the HTTP layer -----------------------------------------------------------------------------
+
+
+def _origin_allowed(request: HttpRequest, origin: str) -> bool:
+    """Tell whether a browser page at origin may call this endpoint (DNS-rebinding defence)."""
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    if not parts.scheme or not parts.netloc:
+        return False
+    scheme, netloc = parts.scheme.lower(), parts.netloc.lower()
+    if f"{scheme}://{netloc}" == f"{request.scheme}://{request.get_host()}".lower():
+        return True
+    if settings.PUBLIC_URL:
+        public = urlsplit(settings.PUBLIC_URL)
+        if (scheme, netloc) == (public.scheme.lower(), public.netloc.lower()):
+            return True
+    for trusted in settings.CSRF_TRUSTED_ORIGINS:
+        # The same patterns Django's CSRF check accepts, including "https://*.example.com".
+        trusted_parts = urlsplit(trusted)
+        if trusted_parts.scheme.lower() != scheme:
+            continue
+        pattern = trusted_parts.netloc.lower()
+        if pattern.startswith("*"):
+            if is_same_domain(netloc, pattern[1:]):
+                return True
+        elif pattern == netloc:
+            return True
+    return False
+
+
+def _challenge(request: HttpRequest, error: str | None = None, description: str | None = None) -> str:
+    """Build the RFC 6750 / RFC 9728 challenge that points a client at our protected-resource metadata."""
+    parts = []
+    if error:
+        parts.append(f'error="{error}"')
+    if description:
+        parts.append(f'error_description="{description}"')
+    parts.append(f'resource_metadata="{protected_resource_metadata_url(request, MCP_PATH)}"')
+    parts.append(f'scope="{API_SCOPE}"')
+    return "Bearer " + ", ".join(parts)
+
+
+def _unauthorized(request: HttpRequest, message: str, error: str | None = None) -> HttpResponse:
+    return _error(
+        INVALID_REQUEST,
+        message,
+        status=401,
+        headers={"WWW-Authenticate": _challenge(request, error, message if error else None)},
+    )
+
+
+def _authenticate(request: HttpRequest) -> Identity | HttpResponse:
+    """Return the caller a bearer token stands for, or the 401 to send; a browser session never counts."""
+    header = request.headers.get("Authorization")
+    if header is None:
+        return _unauthorized(request, "Authorization required: send an OAuth bearer token.")
+    scheme, _, raw_token = header.partition(" ")
+    raw_token = raw_token.strip()
+    if scheme.lower() != "bearer" or not raw_token:
+        return _unauthorized(request, "Only a bearer token is accepted here.", "invalid_request")
+    # Pinned to this endpoint's URL: a token issued for another resource is refused (RFC 8707).
+    identity = identity_for_token(raw_token, resource=absolute_url(request, MCP_PATH))
+    if identity is None:
+        return _unauthorized(
+            request, "The bearer token is invalid, expired, revoked or for another resource.", "invalid_token"
+        )
+    return identity
+
+
+def _accepts_json(request: HttpRequest) -> bool:
+    accept = request.headers.get("Accept")
+    if not accept:
+        return True
+    media_types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return bool(media_types & {"application/json", "application/*", "*/*"})
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse(request: HttpRequest):
+    """Return the decoded JSON body, or raise RpcError (the message has no id yet)."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise RpcError(
+            INVALID_REQUEST, "The request body is larger than this server accepts.", status=413
+        ) from None
+    try:
+        # NaN and Infinity are not JSON; the REST door refuses them too.
+        return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        message = f"Parse error: the body is not valid JSON ({str(exc)[:200]})."
+        raise RpcError(PARSE_ERROR, message, status=400) from None
+
+
+@csrf_exempt
+@login_not_required
+@never_cache
+def endpoint(request: HttpRequest) -> HttpResponse:
+    """Answer one POSTed JSON-RPC message under MCP Streamable HTTP."""
+    # Origin first: a page on a rebinding domain must learn nothing, not even that it needs a token.
+    origin = request.headers.get("Origin")
+    if origin is not None and not _origin_allowed(request, origin):
+        return _error(INVALID_REQUEST, f"Origin {origin[:200]} is not allowed.", status=403)
+    if request.method != "POST":
+        # No server-sent event stream and no sessions to end, so GET and DELETE have nothing to do.
+        return _error(
+            INVALID_REQUEST,
+            "Method not allowed: POST one JSON-RPC message.",
+            status=405,
+            headers={"Allow": "POST"},
+        )
+    try:
+        identity = _authenticate(request)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("mcp: database unavailable while checking a token: %s", exc)
+        return _error(
+            INVALID_REQUEST,
+            "The database is briefly unavailable; try again.",
+            status=503,
+            headers={"Retry-After": "1"},
+        )
+    if isinstance(identity, HttpResponse):
+        return identity
+    version = request.headers.get(PROTOCOL_VERSION_HEADER)
+    if version is not None and version not in PROTOCOL_VERSIONS:
+        return _error(
+            INVALID_REQUEST,
+            f"Unsupported {PROTOCOL_VERSION_HEADER} {version[:64]!r}; this server speaks "
+            f"{', '.join(PROTOCOL_VERSIONS)}.",
+            status=400,
+            data={"supported": list(PROTOCOL_VERSIONS), "requested": version[:64]},
+        )
+    if not _accepts_json(request):
+        return _error(INVALID_REQUEST, "Not acceptable: the answer is application/json.", status=406)
+    if request.content_type != "application/json":
+        return _error(
+            INVALID_REQUEST, "Unsupported media type: send Content-Type: application/json.", status=415
+        )
+    try:
+        message = _parse(request)
+    except RpcError as error:
+        return _error(error.code, error.message, status=error.status)
+    return _answer(request, identity, message)
+
+
+# --- JSON-RPC -----------------------------------------------------------------------------------
+
+
+def _valid_id(value) -> bool:
+    # MCP: a request id is a string or an integer, never null (and a JSON boolean is no integer).
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
+    """Answer one decoded message: a request gets its response, anything else a 202."""
+    if isinstance(message, list):
+        return _error(INVALID_REQUEST, "Batches are not supported: POST one JSON-RPC message.", status=400)
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return _error(
+            INVALID_REQUEST, 'Invalid request: expected a JSON-RPC 2.0 object ("jsonrpc": "2.0").', status=400
+        )
+    if "method" not in message:
+        if "id" in message and ("result" in message or "error" in message):
+            # A client's answer to a request we never send; nothing waits for it.
+            return HttpResponse(status=202)
+        return _error(INVALID_REQUEST, "Invalid request: no method.", status=400)
+    method = message["method"]
+    if not isinstance(method, str):
+        return _error(INVALID_REQUEST, "Invalid request: method must be a string.", status=400)
+    if "id" not in message:
+        # Notifications (initialized, cancelled, ...) ask for nothing; a stateless server has nothing to do.
+        return HttpResponse(status=202)
+    request_id = message["id"]
+    if not _valid_id(request_id):
+        return _error(INVALID_REQUEST, "Invalid request: id must be a string or an integer.", status=400)
+    params = message.get("params", {})
+    try:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: expected an object.")
+        handler = METHODS.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+        result = handler(request, identity, params)
+    except RpcError as error:
+        return _json({"jsonrpc": "2.0", "id": request_id, "error": error.as_error()}, error.status)
+    return _json({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def initialize(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """Agree on a protocol revision and tell the client what this server is and how to work with it."""
+    requested = params.get("protocolVersion")
+    return {
+        "protocolVersion": requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+        "capabilities": {"tools": {"listChanged": False}},
+        "serverInfo": SERVER_INFO,
+        "instructions": INSTRUCTIONS,
+    }
+
+
+def ping(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    return {}
+
+
+def list_tools(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """List every tool on one page; the set never changes while the server runs."""
+    return {"tools": list(tool_definitions())}
+
+
+def run_tool(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """Call one tool through the engine and wrap its tools.md envelope as an MCP tool result."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: name must be a tool name.")
+    if name not in TOOLS:
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {name[:100]}", {"tools": list(TOOLS)})
+    arguments = params.get("arguments")
+    envelope = _envelope(request, identity, name, {} if arguments is None else arguments)
+    return {
+        "content": [{"type": "text", "text": _dumps(envelope)}],
+        "structuredContent": envelope,
+        "isError": not envelope["ok"],
+    }
+
+
+def _envelope(request: HttpRequest, identity: Identity, tool: str, arguments) -> dict:
+    """Return call_tool's answer as `{ok, data}` or `{ok: false, error}`, as the REST door does."""
+    token = files.base_url.set(request.build_absolute_uri("/").rstrip("/"))
+    try:
+        return {"ok": True, "data": call_tool(identity, tool, arguments)}
+    except ToolError as error:
+        return {"ok": False, "error": error.as_error()}
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("mcp tool %s: database unavailable: %s", tool, exc)
+        retry = Retry("The database is briefly unavailable; retry with the same requestId.")
+        return {"ok": False, "error": retry.as_error()}
+    finally:
+        files.base_url.reset(token)
+
+
+METHODS = {
+    "initialize": initialize,
+    "ping": ping,
+    "tools/list": list_tools,
+    "tools/call": run_tool,
+}
+
+__all__ = ["LATEST_PROTOCOL_VERSION", "PROTOCOL_VERSIONS", "endpoint"]

@@ -1,0 +1,36 @@
+import json
+import logging
+
+from config.logging import JSONFormatter
+
+
+def test_healthz_checks_the_database_and_the_broker(client, db, settings):
+    settings.REDIS_URL = ""
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "checks": {"database": "ok", "broker": "in-process"}}
+
+
+def test_healthz_reports_an_unreachable_broker(client, db, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["checks"]["broker"].startswith("error")
+
+
+def test_healthz_with_the_real_redis(client, db, settings):
+    import os
+
+    import pytest
+
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.skip("REDIS_URL is not set")
+    settings.REDIS_URL = url
+    assert client.get("/healthz").json()["checks"]["broker"] == "ok"
+
+
+def test_json_log_lines():
+    record = logging.LogRecord("runs", logging.WARNING, __file__, 1, "lease %s ended", ("x",), None)
+    line = json.loads(JSONFormatter().format(record))
+    assert line["level"] == "WARNING" and line["message"] == "lease x ended" and line["logger"] == "runs"
