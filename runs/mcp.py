@@ -88,6 +88,13 @@ def _json(payload: dict, status: int = 200, headers: dict | None = None) -> Http
     return HttpResponse(_dumps(payload), status=status, content_type="application/json", headers=headers)
 
 
+def _accepted() -> HttpResponse:
+    response = HttpResponse(status=202)
+    # An empty body has no media type.
+    del response["Content-Type"]
+    return response
+
+
 def _error(code: int, message: str, *, status: int, request_id=None, data=None, headers=None) -> HttpResponse:
     return _json(
         {"jsonrpc": "2.0", "id": request_id, "error": RpcError(code, message, data).as_error()},
@@ -265,14 +272,14 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
     if "method" not in message:
         if "id" in message and ("result" in message or "error" in message):
             # A client's answer to a request we never send; nothing waits for it.
-            return HttpResponse(status=202)
+            return _accepted()
         return _error(INVALID_REQUEST, "Invalid request: no method.", status=400)
     method = message["method"]
     if not isinstance(method, str):
         return _error(INVALID_REQUEST, "Invalid request: method must be a string.", status=400)
     if "id" not in message:
         # Notifications (initialized, cancelled, ...) ask for nothing; a stateless server has nothing to do.
-        return HttpResponse(status=202)
+        return _accepted()
     request_id = message["id"]
     if not _valid_id(request_id):
         return _error(INVALID_REQUEST, "Invalid request: id must be a string or an integer.", status=400)
