@@ -1,3 +1,5 @@
+import os
+
 from django.contrib import admin
 from django.urls import include, path
 
@@ -13,3 +15,9 @@ urlpatterns = [
     path("", include("processes.urls")),
     path("", include("config.mcp_urls")),
 ]
+
+if os.environ.get("BENCH_FLOOR"):
+    # The benchmark's floor endpoint (bench/agents.py); never mounted otherwise.
+    from bench.floor import FloorView
+
+    urlpatterns.append(path("bench/floor", FloorView.as_view()))

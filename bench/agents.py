@@ -1,0 +1,200 @@
+"""N concurrent agents drive processes end to end over real HTTP against gunicorn and PostgreSQL.
+
+    python bench/agents.py [--agents 32] [--seconds 20]
+
+Prints runs per second, tool calls per second and p50/p95/p99 latency per tool for a one-agent-step
+process and a five-step process with a route list and an event, then the floor (a bare endpoint
+that authenticates the same token and locks and updates one row) and the ratio of a tool call's
+mean cost to the floor's. Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432).
+The load generator runs on the same machine as the server, so it takes some of the same cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import (  # noqa: E402
+    Agent,
+    Server,
+    ToolFailed,
+    client_credentials_token,
+    latency_table,
+    recreate_database,
+    setup_django,
+)
+
+ONE_STEP = """---
+name: bench-one
+description: One agent step, then done.
+inputs:
+  ticket: string
+steps:
+  - id: work
+    agent: Do the work.
+    output:
+      result: string
+  - id: done
+    finish: completed
+---
+One step.
+"""
+
+FIVE_STEPS = """---
+name: bench-five
+description: Intake with a route list, enrichment, an event, a record, done.
+inputs:
+  ticket: string
+steps:
+  - id: intake
+    agent: Read the ticket and choose a route.
+    output:
+      priority: { type: string, one_of: [low, high] }
+    next:
+      - { to: enrich, when: Needs enrichment }
+      - { to: settle, when: Already complete }
+  - id: enrich
+    agent: Enrich the ticket.
+    output:
+      notes: string
+    next: settle
+  - id: settle
+    wait_for: paid
+    next: record
+  - id: record
+    agent: Record the outcome.
+    output:
+      ref: string
+  - id: done
+    finish: recorded
+---
+Five steps.
+"""
+
+
+def prepare(agents: int):
+    from accounts.models import Organization
+    from accounts.oauth import create_agent
+    from bench.floor import ensure_table
+    from processes.publishing import import_process
+
+    org = Organization.objects.get(slug="default")
+    for text in (ONE_STEP, FIVE_STEPS):
+        outcome = import_process(organization=org, text=text, publish=True)
+        assert outcome.status == "published", outcome.lines()
+    ensure_table()
+    return [create_agent(organization=org, name=f"bench-{i}")[1:] for i in range(agents)]
+
+
+def one_step_loop(agent: Agent, stop: float, counts: dict) -> None:
+    while time.monotonic() < stop:
+        run_id = agent.tool("start_run", process="bench-one", inputs={"ticket": "T"})["run"]["id"]
+        agent.tool("get_work", process="bench-one", limit=5)
+        claimed = agent.tool("claim", runId=run_id, stepId="work")
+        view = agent.tool("submit", token=claimed["token"], output={"result": "ok"}, summary="Done.")
+        assert view["run"]["state"] == "ended"
+        counts["runs"] += 1
+
+
+def five_step_loop(agent: Agent, stop: float, counts: dict) -> None:
+    while time.monotonic() < stop:
+        run_id = agent.tool("start_run", process="bench-five", inputs={"ticket": "T"})["run"]["id"]
+        agent.tool("get_work", process="bench-five", limit=5)
+        token = agent.tool("claim", runId=run_id, stepId="intake")["token"]
+        enrich = random.random() < 0.5
+        agent.tool("submit", token=token, output={"priority": "high"}, summary="Read it.",
+                   next="enrich" if enrich else "settle", reason="Chosen by the benchmark.")
+        if enrich:
+            token = agent.tool("claim", runId=run_id, stepId="enrich")["token"]
+            agent.tool("submit", token=token, output={"notes": "n"}, summary="Enriched.")
+        assert agent.tool("send_event", runId=run_id, name="paid", data={"ref": "P"})["consumedBy"] == "settle"
+        token = agent.tool("claim", runId=run_id, stepId="record")["token"]
+        view = agent.tool("submit", token=token, output={"ref": "R"}, summary="Recorded.")
+        assert view["run"]["outcome"] == "recorded"
+        counts["runs"] += 1
+
+
+def floor_loop(agent: Agent, stop: float, counts: dict) -> None:
+    while time.monotonic() < stop:
+        status, _ = agent.post("/bench/floor", {"row": random.randint(1, 64)}, "floor")
+        assert status == 200
+        counts["runs"] += 1
+
+
+def drive(server: Server, tokens: list[str], loop, seconds: float) -> tuple[dict, dict, float]:
+    latencies: dict[str, list[float]] = {}
+    lock = threading.Lock()
+    counts = {"runs": 0, "errors": 0}
+    stop = time.monotonic() + seconds
+    started = time.monotonic()
+
+    def worker(token: str):
+        own: dict[str, list[float]] = {}
+        mine = {"runs": 0}
+        agent = Agent(server.port, token, own)
+        try:
+            loop(agent, stop, mine)
+        except (ToolFailed, AssertionError) as failure:
+            print(f"  agent stopped: {failure}", file=sys.stderr)
+            mine["errors"] = 1
+        with lock:
+            for tool, values in own.items():
+                latencies.setdefault(tool, []).extend(values)
+            counts["runs"] += mine["runs"]
+            counts["errors"] += mine.get("errors", 0)
+
+    threads = [threading.Thread(target=worker, args=(token,)) for token in tokens]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies, counts, time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: one per core)")
+    args = parser.parse_args()
+
+    url = recreate_database("bench_agents")
+    setup_django(url)
+    credentials = prepare(args.agents)
+    server = Server(url, workers=args.workers)
+    try:
+        tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
+        print(f"{args.agents} agents, {args.seconds:.0f} s per scenario, gunicorn workers: "
+              f"{args.workers or 'one per core'}\n")
+        results = {}
+        for name, loop in (("one-step", one_step_loop), ("five-step", five_step_loop), ("floor", floor_loop)):
+            latencies, counts, elapsed = drive(server, tokens, loop, args.seconds)
+            calls = sum(len(v) for v in latencies.values())
+            results[name] = (latencies, counts, elapsed, calls)
+            label = "requests" if name == "floor" else "runs"
+            print(f"{name}: {counts['runs'] / elapsed:.1f} {label}/s, {calls / elapsed:.1f} calls/s"
+                  + (f", {counts['errors']} agents stopped on an error" if counts["errors"] else ""))
+            for line in latency_table(latencies, elapsed):
+                print(line)
+            print()
+        floor_mean = statistics.fmean(results["floor"][0]["floor"])
+        floor_rate = results["floor"][3] / results["floor"][2]
+        for name in ("one-step", "five-step"):
+            latencies, _, elapsed, calls = results[name]
+            mean = statistics.fmean([v for values in latencies.values() for v in values])
+            print(f"{name}: a tool call costs {mean / floor_mean:.2f}x the floor by mean latency "
+                  f"({mean * 1000:.1f} ms vs {floor_mean * 1000:.1f} ms), "
+                  f"{floor_rate / (calls / elapsed):.2f}x by throughput")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Shared benchmark plumbing: a private PostgreSQL database, a gunicorn server, an HTTP agent."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+
+def database_url(name: str) -> str:
+    base = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    parts = urlsplit(base)
+    return f"{parts.scheme}://{parts.netloc}/{name}"
+
+
+def recreate_database(name: str) -> str:
+    """Drop and create a database for one benchmark; return its URL."""
+    import psycopg
+
+    admin = database_url("postgres")
+    with psycopg.connect(admin.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return database_url(name)
+
+
+def setup_django(url: str) -> None:
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("SECRET_KEY", "bench-secret-key-" + "x" * 40)
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    sys.path.insert(0, str(ROOT))
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """gunicorn with one sync worker per core, against the benchmark database."""
+
+    def __init__(self, url: str, *, workers: int | None = None, extra_env: dict | None = None):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "DEBUG": "0",
+            "LOG_LEVEL": "WARNING",
+            "BENCH_FLOOR": "1",
+            "PYTHONWARNINGS": "ignore",
+            **(extra_env or {}),
+        }
+        workers = workers or os.cpu_count() or 2
+        self.process = subprocess.Popen(
+            [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
+             "--log-level", "warning", "--backlog", "2048"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status in (200, 503):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("gunicorn did not start: " + (self.process.stderr.read(2000) or b"").decode())
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class Agent:
+    """One keep-alive HTTP connection calling tools with a bearer token; records each call's latency."""
+
+    def __init__(self, port: int, token: str, latencies: dict):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self.latencies = latencies
+
+    def post(self, path: str, body: dict, label: str) -> tuple[int, dict]:
+        payload = json.dumps(body)
+        for attempt in range(3):
+            started = time.perf_counter()
+            try:
+                self.conn.request("POST", path, payload, self.headers)
+                response = self.conn.getresponse()
+                data = json.loads(response.read())
+            except (OSError, http.client.HTTPException):
+                self.conn.close()
+                if attempt == 2:
+                    raise
+                continue
+            self.latencies.setdefault(label, []).append(time.perf_counter() - started)
+            return response.status, data
+        raise RuntimeError("unreachable")
+
+    def tool(self, tool: str, **arguments) -> dict:
+        if tool in {"start_run", "claim", "renew", "upload", "submit", "escalate", "send_event", "decide", "cancel"}:
+            arguments.setdefault("requestId", str(uuid.uuid4()))
+        status, body = self.post(f"/api/tools/{tool}", arguments, tool)
+        if not body.get("ok"):
+            raise ToolFailed(tool, status, body.get("error"))
+        return body["data"]
+
+
+class ToolFailed(Exception):
+    def __init__(self, tool, status, error):
+        super().__init__(f"{tool} → {status} {error}")
+        self.error = error or {}
+
+
+def client_credentials_token(base: str, client_id: str, secret: str) -> str:
+    import base64
+
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    conn.request("GET", "/.well-known/oauth-authorization-server")
+    token_path = urlsplit(json.loads(conn.getresponse().read())["token_endpoint"]).path
+    auth = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+    conn.request("POST", token_path, "grant_type=client_credentials&scope=agentprocess",
+                 {"Authorization": f"Basic {auth}", "Content-Type": "application/x-www-form-urlencoded"})
+    return json.loads(conn.getresponse().read())["access_token"]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def latency_table(latencies: dict[str, list[float]], elapsed: float) -> list[str]:
+    lines = [f"  {'tool':<14}{'calls':>8}{'calls/s':>10}{'mean ms':>10}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"]
+    for tool, values in sorted(latencies.items()):
+        lines.append(
+            f"  {tool:<14}{len(values):>8}{len(values) / elapsed:>10.1f}{statistics.fmean(values) * 1000:>10.1f}"
+            f"{percentile(values, 0.5) * 1000:>9.1f}{percentile(values, 0.95) * 1000:>9.1f}"
+            f"{percentile(values, 0.99) * 1000:>9.1f}"
+        )
+    return lines
