@@ -20,7 +20,7 @@ TOOLS = (
 )
 
 # Profiles the engine implements; check-1 is honoured only while an evaluator is configured.
-IMPLEMENTED_PROFILES = ("parallel-1",)
+IMPLEMENTED_PROFILES = ("parallel-1", "check-1")
 
 
 def evaluator_configured() -> bool:
@@ -36,6 +36,17 @@ def check_unavailable_reason() -> str | None:
     if "check-1" not in IMPLEMENTED_PROFILES:
         return None
     return None if evaluator_configured() else "no evaluator is configured (CHECK_EVALUATOR_URL)"
+
+
+def check_limits() -> dict:
+    """Return the check-1 defaults `describe.limits` reports (check.md §5)."""
+    # getattr: the settings may predate these names.
+    return {
+        "checkPass": getattr(settings, "CHECK_PASS", 0.9),
+        "checkFail": getattr(settings, "CHECK_FAIL", None),
+        "checkConfidence": getattr(settings, "CHECK_CONFIDENCE", 0.8),
+        "checkStateBytes": getattr(settings, "CHECK_STATE_BYTES", 65536),
+    }
 
 
 def offered_tools() -> frozenset[str]:

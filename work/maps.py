@@ -16,7 +16,7 @@ from itertools import pairwise
 from processes.definition import JOIN, Definition
 
 NODE_W = 188
-NODE_H = 54
+NODE_H = 66
 DUMMY_W = 28
 JOIN_W = 140
 JOIN_H = 10
@@ -50,6 +50,7 @@ class _Node:
     y: float = 0.0
     title: str = ""
     caption: str = ""
+    detail: str = ""
     state: str | None = None
     overdue: bool = False
 
@@ -75,16 +76,22 @@ def step_title(step_id: str) -> str:
 
 
 def _caption(step) -> str:
-    kind = KIND_LABELS.get(step.kind, step.kind)
+    return KIND_LABELS.get(step.kind, step.kind)
+
+
+def _detail(step) -> str:
+    """Return the third line of a step's box: who does it, how long it waits, or how it ends."""
     if step.kind in ("task", "approve") and step.person:
-        return f"{kind} · {step.person}"
-    if step.kind == "wait":
-        return f"Wait {step.value}"
-    if step.kind == "wait_for":
-        return f"Event · {step.value}"
+        if step.person == "initiator":
+            return "the person who started it"
+        return f"person in {step.person}" if "." in step.person else step.person
+    if step.kind in ("wait", "wait_for", "wait_until"):
+        return str(step.value)
     if step.kind == "finish":
-        return f"Finish · {step.value}"
-    return kind
+        return f"outcome: {step.value}"
+    if step.kind == "parallel":
+        return f"{len(step.entries)} branches"
+    return ""
 
 
 def _join_id(parallel_id: str) -> str:
@@ -96,7 +103,7 @@ def _graph(definition: Definition) -> tuple[dict[str, _Node], list[_Edge]]:
     edges: list[_Edge] = []
     for step in definition.steps:
         nodes[step.id] = _Node(id=step.id, kind=step.kind, order=step.index, title=step_title(step.id),
-                               caption=_caption(step))
+                               caption=_caption(step), detail=_detail(step))
 
     def target(name: str, step) -> str:
         if name != JOIN:
@@ -235,7 +242,12 @@ def _loop_path(nodes: dict[str, _Node], edge: _Edge, index: int, width: float) -
     right_edge = max(n.x + n.width for n in between)
     left_edge = min(n.x for n in between)
     reach = 30 + 18 * index
-    use_right = (width - right_edge) >= left_edge
+    # Loop on the side where neither end has a neighbour in its own layer to cross.
+    def beside(node, right):
+        return sum(1 for n in nodes.values() if n.layer == node.layer and n.kind != "dummy" and n is not node
+                   and (n.x > node.x if right else n.x < node.x))
+
+    use_right = beside(source, True) + beside(target, True) <= beside(source, False) + beside(target, False)
     if use_right:
         sx, tx = source.x + source.width, target.x + target.width
         far = right_edge + reach
@@ -285,7 +297,8 @@ def _status(node: _Node) -> tuple[str, str]:
 
 def _node_svg(node: _Node) -> str:
     css, words = _status(node)
-    label = escape(f"{node.title} ({node.caption}): {words}")
+    about = f"{node.caption}, {node.detail}" if node.detail else node.caption
+    label = escape(f"{node.title} ({about}): {words}")
     if node.kind == "join":
         return (
             f'<g class="map-join"><title>{label}</title>'
@@ -305,10 +318,16 @@ def _node_svg(node: _Node) -> str:
         )
     text_x = node.x + (node.width / 2 if node.kind == "finish" else 16)
     anchor = ' text-anchor="middle"' if node.kind == "finish" else ""
-    caption = node.caption if len(node.caption) <= 26 else node.caption[:25] + "…"
-    title = node.title if len(node.title) <= 22 else node.title[:21] + "…"
-    parts.append(f'<text class="map-caption" x="{text_x:.1f}" y="{node.y + 20:.1f}"{anchor}>{escape(caption)}</text>')
-    parts.append(f'<text class="map-title" x="{text_x:.1f}" y="{node.y + 39:.1f}"{anchor}>{escape(title)}</text>')
+    title = node.title if len(node.title) <= 21 else node.title[:20] + "…"
+    detail = node.detail if len(node.detail) <= 25 else node.detail[:24] + "…"
+    parts.append(
+        f'<text class="map-caption" x="{text_x:.1f}" y="{node.y + 19:.1f}"{anchor}>{escape(node.caption)}</text>'
+        f'<text class="map-title" x="{text_x:.1f}" y="{node.y + 37:.1f}"{anchor}>{escape(title)}</text>'
+    )
+    if detail:
+        parts.append(
+            f'<text class="map-detail" x="{text_x:.1f}" y="{node.y + 54:.1f}"{anchor}>{escape(detail)}</text>'
+        )
     if css != "idle":
         mark = {"done": "✓", "current": "●", "overdue": "!", "failed": "✕", "cancelled": "–"}[css]
         cx, cy = node.x + node.width - 16, node.y + 16

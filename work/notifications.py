@@ -7,6 +7,8 @@ import logging
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.template.loader import render_to_string
+from django.utils import timezone
 
 from accounts.models import User
 
@@ -57,7 +59,9 @@ def record_overdue(*, run, row, step, now) -> None:
 def send_pending_email(*, run_id: int) -> int:
     """Send the emails owed for one run's notices; each is claimed before sending so it goes once."""
     sent = 0
-    pending = list(Notification.objects.filter(run_id=run_id, email_pending=True).select_related("user"))
+    pending = list(
+        Notification.objects.filter(run_id=run_id, email_pending=True).select_related("user", "run", "work_item")
+    )
     for notice in pending:
         with transaction.atomic():
             claimed = Notification.objects.filter(pk=notice.pk, email_pending=True).update(email_pending=False)
@@ -66,7 +70,7 @@ def send_pending_email(*, run_id: int) -> int:
         try:
             send_mail(
                 subject=notice.text[:120],
-                message=f"{notice.text}\n\nOpen your inbox: {settings.PUBLIC_URL or ''}/inbox/",
+                message=email_text(notice),
                 from_email=settings.DEFAULT_FROM_EMAIL,
                 recipient_list=[notice.user.email],
             )
@@ -74,3 +78,26 @@ def send_pending_email(*, run_id: int) -> int:
         except Exception:
             log.exception("overdue email to %s failed", notice.user.email)
     return sent
+
+
+def notice_link(notice: Notification) -> str:
+    """Return the page a notice points at: its work item while open, else its run."""
+    if notice.work_item_id is not None and notice.work_item is not None and notice.work_item.state == WorkItemState.OPEN:
+        return f"/inbox/{notice.work_item.public_id}/"
+    return f"/runs/{notice.run.public_id}/"
+
+
+def email_text(notice: Notification) -> str:
+    """Render the body of a notice's email, with a link to the work."""
+    return render_to_string(
+        "work/email/overdue.txt",
+        {"notice": notice, "link": f"{settings.PUBLIC_URL or ''}{notice_link(notice)}", "inbox": f"{settings.PUBLIC_URL or ''}/inbox/"},
+    )
+
+
+def mark_read(*, user, ids: list[int] | None = None) -> int:
+    """Mark a person's notices read (all of them, or those in `ids`); return how many changed."""
+    notices = Notification.objects.filter(user=user, read_at__isnull=True)
+    if ids is not None:
+        notices = notices.filter(pk__in=ids)
+    return notices.update(read_at=timezone.now())

@@ -119,7 +119,9 @@ class McpClient:
     def post(self, body, *, content_type: str = "application/json", **headers):
         """POST a raw body (a str or bytes is sent as is, anything else as JSON)."""
         data = body if isinstance(body, str | bytes) else json.dumps(body)
-        return self.client.post(self.path, data, content_type=content_type, **self.headers(**headers))
+        # CONTENT_TYPE again: Django's test client leaves it off an empty body.
+        extra = {"CONTENT_TYPE": content_type, **self.headers(**headers)}
+        return self.client.post(self.path, data, content_type=content_type, **extra)
 
     def request(self, method: str, params: dict | None = None, **headers):
         self.ids += 1

@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import OperationalError
 from django.test import Client
-from hypothesis import HealthCheck, given, settings as hypothesis_settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -16,11 +17,22 @@ from accounts.oauth import create_agent
 from processes.capabilities import TOOLS
 from runs.mcp_tools import PROPERTY_DESCRIPTIONS
 from runs.tools import WRITE_TOOLS, argument_schema
-from tests.mcp import APPROVAL, MCP_VERSIONS, SCREENING, McpClient, RestClient, client_credentials_token, person_token, rid
+from tests.mcp import (
+    APPROVAL,
+    MCP_VERSIONS,
+    SCREENING,
+    McpClient,
+    RestClient,
+    client_credentials_token,
+    person_token,
+    rid,
+)
 
-OFFICIAL_TOOLS = Path(__file__).resolve().parents[3] / "shared" / "agentprocess" / "schemas" / "core-2" / "tools"
+OFFICIAL_TOOLS = (
+    Path(__file__).resolve().parents[3] / "shared" / "agentprocess" / "schemas" / "core-2" / "tools"
+)
 METADATA_URL = "http://testserver/.well-known/oauth-protected-resource/mcp"
-CHALLENGE = re.compile(r'^Bearer (?P<params>.+)$')
+CHALLENGE = re.compile(r"^Bearer (?P<params>.+)$")
 
 
 @pytest.fixture
@@ -118,13 +130,15 @@ def test_input_schemas_are_the_official_argument_schemas(mcp):
         # Only descriptions were added, and only where the official schema has none.
         stripped = json.loads(json.dumps(schema))
         for name, prop in stripped["properties"].items():
-            if prop.get("description") == PROPERTY_DESCRIPTIONS.get(name):
+            if name in PROPERTY_DESCRIPTIONS and prop.get("description") == PROPERTY_DESCRIPTIONS[name]:
                 del prop["description"]
         vendored = {k: v for k, v in argument_schema(tool["name"]).items() if k not in ("$schema", "$id")}
         assert stripped == vendored, tool["name"]
         official = OFFICIAL_TOOLS / f"{tool['name']}.arguments.json"
         if official.exists():
-            assert json.loads(official.read_text()) == argument_schema(tool["name"]), "the vendored copy drifted"
+            assert json.loads(official.read_text()) == argument_schema(tool["name"]), (
+                "the vendored copy drifted"
+            )
         if tool["name"] in WRITE_TOOLS:
             assert "requestId" in schema["required"]
 
@@ -157,8 +171,11 @@ def test_a_tool_error_is_a_result_with_is_error(mcp):
 def test_arguments_that_break_the_contract_are_invalid_with_every_issue(mcp):
     envelope = mcp.call("start_run", inputs="nope", colour="red")
     assert envelope["ok"] is False and envelope["error"]["code"] == "invalid"
-    assert set(envelope["error"]["issues"]) >= {"colour: not an argument of start_run", "process: required",
-                                                "requestId: required"}
+    assert set(envelope["error"]["issues"]) >= {
+        "colour: not an argument of start_run",
+        "process: required",
+        "requestId: required",
+    }
     not_an_object = mcp.rpc("tools/call", {"name": "get_run", "arguments": ["r_1"]})
     assert not_an_object["isError"] is True
     assert not_an_object["structuredContent"]["error"]["code"] == "invalid"
@@ -182,12 +199,23 @@ def test_a_database_outage_is_a_retry_result(mcp, monkeypatch):
 
 def test_file_urls_in_run_data_are_absolute(mcp, publish):
     publish(SCREENING)
-    run_id = mcp.data("start_run", process="screening", inputs={"vendor": "Acme"}, requestId=rid())["run"]["id"]
+    run_id = mcp.data("start_run", process="screening", inputs={"vendor": "Acme"}, requestId=rid())["run"][
+        "id"
+    ]
     claimed = mcp.data("claim", runId=run_id, stepId="screen", requestId=rid())
-    upload = mcp.data("upload", fileName="r.txt", contentType="text/plain", contentBase64="aGk=", requestId=rid())
-    view = mcp.data("submit", token=claimed["token"], output={"cleared": False}, summary="Hit on one list.",
-                    evidence=[{"kind": "file", "ref": upload["id"]}], next="declined", reason="Listed.",
-                    requestId=rid())
+    upload = mcp.data(
+        "upload", fileName="r.txt", contentType="text/plain", contentBase64="aGk=", requestId=rid()
+    )
+    view = mcp.data(
+        "submit",
+        token=claimed["token"],
+        output={"cleared": False},
+        summary="Hit on one list.",
+        evidence=[{"kind": "file", "ref": upload["id"]}],
+        next="declined",
+        reason="Listed.",
+        requestId=rid(),
+    )
     assert view["data"]["steps"]["screen"]["evidence"][0]["url"].startswith("http://testserver/files/")
 
 
@@ -228,9 +256,18 @@ def test_a_batch_is_refused(mcp, body):
     assert "batch" in error["message"].lower()
 
 
-@pytest.mark.parametrize("body", ["{bad", "", b"\xff\xfe{}", '{"jsonrpc": "2.0", "id": 1, "method": "ping"', "NaN",
-                                  '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": Infinity}}',
-                                  "[" * 100_000 + "]" * 100_000])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{bad",
+        "",
+        b"\xff\xfe{}",
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping"',
+        "NaN",
+        '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": Infinity}}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+)
 def test_a_body_that_is_not_json_is_a_parse_error(mcp, body):
     assert_jsonrpc_error(mcp.post(body), 400, -32700)
 
@@ -253,7 +290,7 @@ def test_a_body_that_is_not_json_is_a_parse_error(mcp, body):
     ],
 )
 def test_a_message_that_is_not_json_rpc_is_an_invalid_request(mcp, message):
-    assert_jsonrpc_error(mcp.post(message), 400, -32600)
+    assert_jsonrpc_error(mcp.post(json.dumps(message)), 400, -32600)
 
 
 @pytest.mark.parametrize("params", [[], "x", 3])
@@ -308,7 +345,10 @@ def test_an_unsupported_protocol_version_header_is_400(mcp, version):
 
 
 def test_the_body_must_be_json_that_we_may_answer_in_json(mcp):
-    assert mcp.post('{"jsonrpc": "2.0", "id": 1, "method": "ping"}', content_type="text/plain").status_code == 415
+    assert (
+        mcp.post('{"jsonrpc": "2.0", "id": 1, "method": "ping"}', content_type="text/plain").status_code
+        == 415
+    )
     response = mcp.request("ping", HTTP_ACCEPT="text/event-stream")
     assert response.status_code == 406
     for accept in ("application/json", "*/*", "application/json;q=0.9, text/event-stream"):
@@ -332,7 +372,11 @@ def test_a_page_on_this_host_may_call(mcp, origin):
 def test_public_url_and_csrf_trusted_origins_may_call(mcp, settings):
     settings.PUBLIC_URL = "https://processes.example.com"
     settings.CSRF_TRUSTED_ORIGINS = ["https://console.example.org", "https://*.agents.example.net"]
-    for origin in ("https://processes.example.com", "https://console.example.org", "https://a.agents.example.net"):
+    for origin in (
+        "https://processes.example.com",
+        "https://console.example.org",
+        "https://a.agents.example.net",
+    ):
         assert mcp.request("ping", HTTP_ORIGIN=origin).status_code == 200, origin
 
 
@@ -383,7 +427,9 @@ def test_the_metadata_documents_the_challenge_points_to_are_complete(client, db)
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     resource = json.loads(response.content)
     assert resource["resource"] == "http://testserver/mcp"  # §3.3: must equal the resource the client used
-    assert resource["authorization_servers"] and all(isinstance(s, str) for s in resource["authorization_servers"])
+    assert resource["authorization_servers"] and all(
+        isinstance(s, str) for s in resource["authorization_servers"]
+    )
     assert resource["bearer_methods_supported"] == ["header"]
     assert "agentprocess" in resource["scopes_supported"]
     root = client.get("/.well-known/oauth-protected-resource").json()
@@ -391,7 +437,7 @@ def test_the_metadata_documents_the_challenge_points_to_are_complete(client, db)
     for issuer in resource["authorization_servers"]:
         # RFC 8414 §3: the issuer's document is at /.well-known/oauth-authorization-server under its origin.
         assert urlsplit(issuer).path in ("", "/")
-        document = client.get("/.well-known/oauth-authorization-server")
+        document = client.get("/.well-known/oauth-authorization-server" + urlsplit(issuer).path.rstrip("/"))
         assert document.status_code == 200 and document["Content-Type"] == "application/json"
         server = json.loads(document.content)
         assert server["issuer"] == issuer  # §3.3: must be identical
@@ -455,8 +501,9 @@ def test_a_browser_session_is_not_a_credential_here(make_user):
     user = make_user("mira@example.com", groups=["finance"], operator=True)
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user)
-    response = McpClient(browser, None).request("tools/call", {"name": "describe", "arguments": {}},
-                                                HTTP_ORIGIN="http://testserver")
+    response = McpClient(browser, None).request(
+        "tools/call", {"name": "describe", "arguments": {}}, HTTP_ORIGIN="http://testserver"
+    )
     assert response.status_code == 401
     assert challenge_params(response["WWW-Authenticate"])["resource_metadata"] == METADATA_URL
 
@@ -473,7 +520,9 @@ def test_a_person_signed_in_through_an_mcp_client_is_still_an_agent(client, publ
     agent = McpClient(client, token)
     run_id = agent.data("start_run", process="approval", inputs={"topic": "Q3"}, requestId=rid())["run"]["id"]
     claimed = agent.data("claim", runId=run_id, stepId="draft", requestId=rid())
-    agent.data("submit", token=claimed["token"], output={"text": "Fine."}, summary="Drafted.", requestId=rid())
+    agent.data(
+        "submit", token=claimed["token"], output={"text": "Fine."}, summary="Drafted.", requestId=rid()
+    )
     as_person = McpClient(Client(), person_token(person))
     [item] = as_person.data("get_run", runId=run_id)["workItems"]
     decide = {**item["decide"]["arguments"], "requestId": rid(), "decision": "approved"}
@@ -484,8 +533,9 @@ def test_a_person_signed_in_through_an_mcp_client_is_still_an_agent(client, publ
     # The same person in their own browser session is a human, and may.
     browser = Client()
     browser.force_login(person)
-    response = browser.post("/api/tools/decide", json.dumps({**decide, "requestId": rid()}),
-                            content_type="application/json")
+    response = browser.post(
+        "/api/tools/decide", json.dumps({**decide, "requestId": rid()}), content_type="application/json"
+    )
     assert response.json()["ok"] is True, response.json()
     assert response.json()["data"]["run"]["state"] == "ended"
 
@@ -497,18 +547,26 @@ def test_rest_and_mcp_accept_the_same_token(client, token):
 # --- nothing a client sends is a 500 ------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
 def _arguments_for(tool: str):
-    names = sorted(argument_schema(tool)["properties"]) + ["extra"]
+    names = [*sorted(argument_schema(tool)["properties"]), "extra"]
     return st.dictionaries(st.sampled_from(names), json_values, max_size=5)
 
 
-@hypothesis_settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_tool_calls_with_arbitrary_arguments_are_answered_never_500(mcp, data):
     tool = data.draw(st.sampled_from(TOOLS))
@@ -519,9 +577,16 @@ def test_tool_calls_with_arbitrary_arguments_are_answered_never_500(mcp, data):
     assert result["isError"] is (not result["structuredContent"]["ok"])
 
 
-@hypothesis_settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(message=json_values | st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result"]),
-                                             json_values | st.just("2.0") | st.just("tools/call")))
+@hypothesis_settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    message=json_values
+    | st.dictionaries(
+        st.sampled_from(["jsonrpc", "id", "method", "params", "result"]),
+        json_values | st.just("2.0") | st.just("tools/call"),
+    )
+)
 def test_arbitrary_messages_are_answered_never_500(mcp, message):
     response = mcp.post(message)
     assert response.status_code in (200, 202, 400), response.content

@@ -1,0 +1,221 @@
+"""Read a run view for people: names instead of refs, step records in order, a timeline, what changed.
+
+Pure functions over the shapes tools.md returns, plus two bulk look-ups (`names_for`, `file_names`)
+that take a fixed number of queries whatever the size of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from processes.definition import Definition
+from runs.engine import iso
+
+from .maps import step_title
+
+SERVER = "server"
+
+
+# --- who ----------------------------------------------------------------------------------------
+
+
+def _walk_refs(view: dict) -> set[str]:
+    refs: set[str] = set()
+    run = view.get("run", {})
+    refs.add(run.get("startedBy") or "")
+    refs.add((run.get("ended") or {}).get("by") or "")
+    for record in (view.get("data") or {}).get("steps", {}).values():
+        for entry in [record, *record.get("history", [])]:
+            refs.add(entry.get("by") or "")
+    for item in view.get("workItems", []):
+        refs.add((item.get("escalation") or {}).get("by") or "")
+        refs.add(((item.get("handoff") or {}).get("returned") or {}).get("by") or "")
+        refs.add((item.get("assignedTo") or {}).get("group") or "")
+    refs.discard("")
+    return refs
+
+
+def names_for(organization, refs) -> dict[str, str]:
+    """Map every ref (u_3, a_4, g_5, server, operators) to what a person calls it; two queries at most."""
+    from accounts.models import Agent, Group, User
+
+    def ids(prefix):
+        return {int(r[2:]) for r in refs if r.startswith(prefix) and r[2:].isdigit()}
+
+    names = {SERVER: "the server", "operators": "Operators"}
+    user_ids, agent_ids, group_ids = ids("u_"), ids("a_"), ids("g_")
+    if user_ids:
+        for user in User.objects.filter(pk__in=user_ids, membership__organization=organization):
+            full = user.get_full_name().strip()
+            names[user.ref] = f"{full} ({user.email})" if full else user.email
+    if agent_ids:
+        for pk, name in Agent.objects.filter(pk__in=agent_ids, organization=organization).values_list("pk", "name"):
+            names[f"a_{pk}"] = f"{name} (agent)"
+    if group_ids:
+        for pk, name in Group.objects.filter(pk__in=group_ids, organization=organization).values_list("pk", "name"):
+            names[f"g_{pk}"] = name
+    return names
+
+
+def names_in_view(organization, view: dict, extra=()) -> dict[str, str]:
+    return names_for(organization, _walk_refs(view) | set(extra))
+
+
+def file_refs(data: dict) -> set[str]:
+    refs = set()
+    for record in data.get("steps", {}).values():
+        for entry in [record, *record.get("history", [])]:
+            refs.update(e["ref"] for e in entry.get("evidence") or [] if e.get("kind") == "file")
+    return refs
+
+
+def file_names(organization, refs) -> dict[str, str]:
+    """Map upload ids to the names they were uploaded with; one query."""
+    from runs.models import Upload
+
+    if not refs:
+        return {}
+    rows = Upload.objects.filter(organization=organization, public_id__in=list(refs)).values_list(
+        "public_id", "file_name", "size"
+    )
+    return {ref: {"name": name, "size": size} for ref, name, size in rows}
+
+
+# --- what has been done -------------------------------------------------------------------------
+
+
+@dataclass
+class StepRecord:
+    """One step's current record and its earlier attempts, as the run data holds them."""
+
+    id: str
+    title: str
+    kind: str
+    current: dict | None
+    history: list[dict] = field(default_factory=list)
+
+
+def step_records(definition: Definition, data: dict) -> list[StepRecord]:
+    """Return the steps that hold anything in run data, in the order the process declares them."""
+    steps = data.get("steps", {})
+    out = []
+    for step in definition.steps:
+        record = steps.get(step.id)
+        if not record:
+            continue
+        current = {k: v for k, v in record.items() if k != "history"} or None
+        out.append(StepRecord(step.id, step_title(step.id), step.kind, current, list(record.get("history", []))))
+    return out
+
+
+def rejection_notes(definition: Definition, data: dict, step_id: str) -> list[dict]:
+    """Return the current rejections that sent the run back to `step_id`, with their notes (spec §3.1)."""
+    notes = []
+    for step in definition.steps:
+        record = data.get("steps", {}).get(step.id) or {}
+        if step.kind == "approve" and step.on_reject == step_id and record.get("decision") == "rejected":
+            notes.append({"step": step.id, "title": step_title(step.id), **record})
+    return notes
+
+
+def _verb(kind: str, record: dict) -> tuple[str, str]:
+    decision = record.get("decision")
+    if decision == "approved":
+        return "approved", "ok"
+    if decision == "rejected":
+        return "rejected", "bad"
+    if decision == "failed":
+        return "failed the run at", "bad"
+    if kind in ("wait", "wait_until"):
+        return "finished waiting at", "info"
+    if kind == "wait_for":
+        return "received the event for", "info"
+    return "completed", "ok"
+
+
+def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
+    """Every start, completion, decision, escalation, return and end of the run, oldest first."""
+    run = view["run"]
+    entries = [{"at": run["startedAt"], "by": run["startedBy"], "what": "started the run", "step": None,
+                "tone": "info", "note": None, "earlier": False}]
+    kinds = {step.id: step.kind for step in definition.steps}
+    for step_id, record in view["data"].get("steps", {}).items():
+        attempts = [(old, True) for old in record.get("history", [])]
+        current = {k: v for k, v in record.items() if k != "history"}
+        if current.get("by"):
+            attempts.append((current, False))
+        for entry, earlier in attempts:
+            if not entry.get("by"):
+                continue
+            verb, tone = _verb(kinds.get(step_id, "agent"), entry)
+            chosen = entry.get("next")
+            entries.append({
+                "at": entry.get("at"), "by": entry["by"], "what": verb, "step": step_id, "tone": tone,
+                "note": entry.get("note") or entry.get("summary"), "route": chosen,
+                "reason": entry.get("reason"), "earlier": earlier,
+            })
+    for item in items:
+        escalation = item.escalation or {}
+        if escalation.get("by"):
+            entries.append({"at": escalation.get("at"), "by": escalation["by"], "what": "escalated",
+                            "step": item.step.step_id, "tone": "bad", "note": escalation.get("note"),
+                            "earlier": False})
+        if item.decision == "returned" and item.decided_by:
+            returned = (item.step.handoff or {}).get("returned") or {}
+            at = iso(item.decided_at)
+            entries.append({"at": at, "by": item.decided_by, "what": "returned to agents", "step": item.step.step_id,
+                            "tone": "info", "note": returned.get("note") if returned.get("at") == at else None,
+                            "earlier": False})
+    ended = run.get("ended")
+    if ended:
+        if run["state"] == "cancelled":
+            what = "cancelled the run"
+        elif run.get("outcome") in ("failed", "rejected"):
+            what = f"ended the run: {run['outcome']}"
+        else:
+            what = f"finished: {run.get('outcome')}"
+        entries.append({"at": ended.get("at"), "by": ended.get("by"), "what": what, "step": None,
+                        "tone": "ok" if run["state"] == "ended" and run.get("outcome") not in ("failed", "rejected")
+                        else "bad", "note": ended.get("note"), "earlier": False})
+    return sorted(entries, key=lambda e: e.get("at") or "")
+
+
+# --- what changed since a page was read ---------------------------------------------------------
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def fingerprints(data: dict) -> str:
+    """Return a compact record of run data, carried in a form so a stale decision can say what changed."""
+    steps = {step_id: _digest(record) for step_id, record in data.get("steps", {}).items()}
+    return json.dumps({"inputs": _digest(data.get("inputs", {})), "steps": steps}, separators=(",", ":"))
+
+
+def changes_since(seen: str, definition: Definition, data: dict) -> list[dict]:
+    """List the steps whose run data changed since `fingerprints` produced `seen`, in process order."""
+    try:
+        before = json.loads(seen)
+        before_steps = dict(before.get("steps", {}))
+    except (ValueError, AttributeError, TypeError):
+        return []
+    changed = []
+    steps = data.get("steps", {})
+    for step in definition.steps:
+        record = steps.get(step.id)
+        now = _digest(record) if record else None
+        if before_steps.get(step.id) == now:
+            continue
+        current = {k: v for k, v in (record or {}).items() if k != "history"}
+        if not current:
+            how = "was sent back for rework; its earlier result is now in its history"
+        elif step.id not in before_steps:
+            how = _verb(step.kind, current)[0] if current.get("decision") else "was completed"
+        else:
+            how = _verb(step.kind, current)[0] if current.get("decision") else "was done again"
+        changed.append({"step": step.id, "title": step_title(step.id), "how": how, "by": current.get("by"),
+                        "at": current.get("at"), "note": current.get("note")})
+    return changed

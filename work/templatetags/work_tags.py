@@ -1,0 +1,132 @@
+"""Template filters for the people pages: names, times, run-data values and sanitised Markdown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince, timeuntil
+
+from work.forms import field_label
+from work.maps import step_title
+from work.rendering import render_markdown
+
+register = template.Library()
+
+
+def _moment(value) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str) and value:
+        try:
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
+
+
+@register.filter
+def who(ref, names=None):
+    """Name the person, agent or group a ref stands for; a ref nobody knows is shown as it is."""
+    if not ref:
+        return ""
+    return (names or {}).get(ref, ref)
+
+
+@register.filter
+def when(value):
+    """Show a moment as `6 Oct 2026, 09:04 UTC` inside a <time> element."""
+    moment = _moment(value)
+    if moment is None:
+        return value or ""
+    moment = moment.astimezone(dt.UTC)
+    return format_html('<time datetime="{}">{}</time>', moment.isoformat(), moment.strftime("%-d %b %Y, %H:%M UTC"))
+
+
+@register.filter
+def ago(value):
+    """Say how long ago (or how far ahead) a moment is: `3 hours ago`, `in 2 days`."""
+    moment = _moment(value)
+    if moment is None:
+        return ""
+    now = timezone.now()
+    if moment > now:
+        return f"in {timeuntil(moment, now, depth=1)}"
+    text = timesince(moment, now, depth=1)
+    return "just now" if text.startswith("0\xa0minutes") else f"{text} ago"
+
+
+@register.filter
+def is_past(value) -> bool:
+    moment = _moment(value)
+    return moment is not None and moment <= timezone.now()
+
+
+@register.filter
+def markdown(text):
+    return render_markdown(text)
+
+
+@register.filter
+def label(name):
+    return field_label(str(name))
+
+
+@register.filter
+def title(step_id):
+    return step_title(str(step_id or ""))
+
+
+@register.filter
+def get(mapping, key):
+    if isinstance(mapping, dict):
+        return mapping.get(key)
+    return None
+
+
+@register.filter
+def issue_text(issue: str) -> str:
+    """Drop the path in front of an issue shown beside its own field: `output.x: expected number` → `expected number`."""
+    head, sep, rest = str(issue).partition(": ")
+    return rest if sep else issue
+
+
+def _scalar(value) -> str:
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if value is None:
+        return "—"
+    return str(value)
+
+
+def _render(value, depth: int = 0):
+    if isinstance(value, str):
+        if "\n" in value:
+            return format_html('<span style="white-space: pre-line">{}</span>', value)
+        return format_html("{}", value)
+    if isinstance(value, list):
+        if not value:
+            return mark_safe('<span class="muted">none</span>')
+        if all(not isinstance(v, (list, dict)) for v in value):
+            return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((_scalar(v),) for v in value)))
+    if isinstance(value, dict) and depth < 1 and all(not isinstance(v, (list, dict)) for v in value.values()):
+        rows = format_html_join("", "<dt>{}</dt><dd>{}</dd>", ((field_label(k), _scalar(v)) for k, v in value.items()))
+        return format_html('<dl class="data">{}</dl>', rows)
+    if isinstance(value, (list, dict)):
+        return format_html('<pre class="json">{}</pre>', json.dumps(value, indent=2, ensure_ascii=False))
+    return format_html("{}", _scalar(value))
+
+
+@register.filter
+def show(value):
+    """Show one run-data value readably: text keeps its lines, lists are lists, objects are tables."""
+    return _render(value)
+
+
+@register.filter
+def is_url(text) -> bool:
+    return isinstance(text, str) and text.startswith(("https://", "http://"))
