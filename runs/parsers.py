@@ -2,23 +2,55 @@
 
 import json
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
+
+# Deeper JSON than this is refused before anything walks it (recursion in validators and hashing).
+MAX_DEPTH = 64
 
 
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+def depth_exceeds(value, limit: int) -> bool:
+    """Tell whether a parsed JSON value nests deeper than `limit`, without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 class StrictJSONParser(JSONParser):
-    """JSON without NaN or Infinity, which are not JSON and could not be stored or hashed."""
+    """JSON without NaN or Infinity (not JSON; could not be stored or hashed), and of bounded depth."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and str(declared).isdigit() and int(declared) > limit:
+            raise exceptions.ParseError("The request body is larger than this server accepts.")
         try:
-            text = stream.read().decode("utf-8")
-            return json.loads(text, parse_constant=_refuse_constant)
+            raw = stream.read(limit + 1) if stream is not None else b""
+            if len(raw) > limit:
+                raise exceptions.ParseError("The request body is larger than this server accepts.")
+            text = raw.decode("utf-8")
+            value = json.loads(text, parse_constant=_refuse_constant)
         except RequestDataTooBig as exc:
             raise exceptions.ParseError("The request body is larger than this server accepts.") from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise exceptions.ParseError(f"The body is not valid JSON: {str(exc)[:200]}") from exc
+        if depth_exceeds(value, MAX_DEPTH):
+            raise exceptions.ParseError(f"The body nests deeper than {MAX_DEPTH} levels.")
+        return value

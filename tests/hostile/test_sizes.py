@@ -1,0 +1,105 @@
+"""Hostile sizes and shapes are refused quickly, with a clear error and bounded memory (issue: hostile input)."""
+
+import json
+import time
+import tracemalloc
+
+import pytest
+
+from processes.parsing import parse_process
+from tests.runs.conftest import rid
+from tests.runs.test_agent_loop import ONE_STEP
+
+
+def timed(call):
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        result = call()
+    finally:
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return result, elapsed, peak
+
+
+def test_a_20_mb_body_is_refused_before_it_is_read(agent):
+    body = b'{"fileName": "a", "contentType": "t", "requestId": "r", "contentBase64": "' + b"A" * (20 * 2**20) + b'"}'
+    response, elapsed, peak = timed(
+        lambda: agent.client.post("/api/tools/upload", body, content_type="application/json")
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "larger than this server accepts" in response.json()["error"]["message"]
+    assert peak < 2 * len(body)  # the test client's own copy; the server made none
+
+
+def test_the_parser_refuses_a_declared_oversize_body_without_reading_it(settings):
+    from rest_framework.exceptions import ParseError
+    from rest_framework.test import APIRequestFactory
+
+    from runs.parsers import StrictJSONParser
+
+    class Unreadable:
+        def read(self, *args):
+            raise AssertionError("the body was read")
+
+    request = APIRequestFactory().post("/api/tools/upload", b"{}", content_type="application/json")
+    request.META["CONTENT_LENGTH"] = str(20 * 2**20)
+    with pytest.raises(ParseError, match="larger than this server accepts"):
+        StrictJSONParser().parse(Unreadable(), parser_context={"request": request})
+
+
+def test_a_deeply_nested_output_is_refused(publish, agent):
+    publish(ONE_STEP)
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="work")["token"]
+    for depth, message in ((5000, "not valid JSON"), (100, "deeper than 64")):
+        nested = "[" * depth + "]" * depth
+        body = json.dumps({"token": token, "summary": "s", "requestId": rid(), "output": {"result": "x"}})
+        body = body[:-1] + f', "extra": {nested}' + "}"
+        response = agent.client.post("/api/tools/submit", body, content_type="application/json")
+        assert response.status_code == 400 and message in response.json()["error"]["message"]
+    moderately = {"result": "x", "deep": json.loads("[" * 60 + "]" * 60)}
+    error = agent.fails("submit", "not_accepted", token=token, output=moderately, summary="s", requestId=rid())
+    assert error["issues"] == ["output.deep: not declared"]
+
+
+def test_a_10_mb_frontmatter_is_refused_quickly():
+    text = "---\nname: big\ndescription: " + "x" * (10 * 2**20) + "\nsteps: []\n---\n"
+    result, elapsed, peak = timed(lambda: parse_process(text))
+    assert result.frontmatter is None and result.issues
+    assert elapsed < 2 and peak < 40 * 2**20
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly():
+    lines = ["---", "a: &a [x, x, x, x, x, x, x, x, x]"]
+    for index in range(1, 12):
+        lines.append(f"b{index}: &b{index} [*{'a' if index == 1 else f'b{index - 1}'}] ")
+    text = "\n".join(lines) + "\n---\n"
+    result, elapsed, _ = timed(lambda: parse_process(text))
+    assert result.frontmatter is None and any("alias" in issue or "anchor" in issue for issue in result.issues)
+    assert elapsed < 1
+
+
+def test_a_hundred_thousand_steps_are_refused_quickly():
+    steps = "".join(f"  - id: s{i}\n    agent: Do {i}.\n" for i in range(100_000))
+    text = f"---\nname: huge\ndescription: d\nsteps:\n{steps}---\n"
+    result, elapsed, peak = timed(lambda: parse_process(text))
+    assert result.frontmatter is None and result.issues
+    assert elapsed < 2
+
+
+@pytest.mark.parametrize("size", [10 * 2**20 + 1])
+def test_a_huge_base64_upload_is_refused_without_decoding(agent, size):
+    import base64
+
+    encoded = base64.b64encode(b"\0" * size).decode()
+    (status, body), elapsed, _ = timed(lambda: agent.raw("upload", fileName="a", contentType="t",
+                                                         contentBase64=encoded, requestId=rid()))
+    assert status == 400 and body["error"]["issues"] == [f"contentBase64: over {10 * 2**20} bytes"]
+
+
+def test_a_request_id_of_ten_kilobytes_is_refused(agent):
+    error = agent.fails("start_run", "invalid", process="p", inputs={}, requestId="r" * 10240)
+    assert any(issue.startswith("requestId:") for issue in error["issues"])
