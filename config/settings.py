@@ -254,6 +254,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The agentprocess core-2 tools over REST. Every response is the tools.md envelope.",
     "VERSION": "core-2",
     "SERVE_INCLUDE_SCHEMA": False,
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["runs.openapi.add_tool_paths"],
 }
 
 # Protocol settings (spec §3.3, tools.md describe).
