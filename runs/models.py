@@ -98,7 +98,7 @@ class RunStep(models.Model):
     class Meta:
         ordering = ["run", "position"]
         constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="one_row_per_step")]
-        indexes = [models.Index(fields=["organization", "kind", "state", "ready_since"], name="step_ready_work")]
+        indexes = [models.Index(fields=["organization", "kind", "state", "ready_since", "id"], name="step_ready_work")]
 
     def __str__(self) -> str:
         return f"{self.run_id}:{self.step_id}"
