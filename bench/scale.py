@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import percentile, recreate_database, setup_django  # noqa: E402
+from bench.common import percentile, recreate_database, setup_django
 
 LOOP = """---
 name: bench-loop
@@ -122,7 +122,7 @@ def main() -> None:
         run_id = tool(agent, "start_run", process="bench-loop", inputs={"ticket": "probe"})["run"]["id"]
         figures = {
             "get_work": measure(lambda: tool(agent, "get_work", limit=20), args.samples),
-            "get_run": measure(lambda: tool(agent, "get_run", runId=run_id), args.samples),
+            "get_run": measure(lambda run_id=run_id: tool(agent, "get_run", runId=run_id), args.samples),
         }
 
         def submit_one():
@@ -132,7 +132,7 @@ def main() -> None:
 
         submits = [submit_one() for _ in range(args.samples)]
         iterator = iter(submits)
-        figures["submit"] = measure(lambda: next(iterator)(), args.samples)
+        figures["submit"] = measure(lambda it=iterator: next(it)(), args.samples)
         for name, (mean, p50, p95, queries) in figures.items():
             print(f"{size:>8} {name:<10}{mean:>9.1f}{p50:>9.1f}{p95:>9.1f}{queries:>9}")
 
