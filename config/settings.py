@@ -270,6 +270,12 @@ PROFILES_ENABLED = env_list("PROFILES", [])
 CHECK_EVALUATOR_URL = os.environ.get("CHECK_EVALUATOR_URL", "")
 CHECK_EVALUATOR_MODEL = os.environ.get("CHECK_EVALUATOR_MODEL", "")
 CHECK_EVALUATOR_API_KEY = os.environ.get("CHECK_EVALUATOR_API_KEY", "")
+CHECK_EVALUATOR_TIMEOUT = float(os.environ.get("CHECK_EVALUATOR_TIMEOUT", "20"))
+# check-1 defaults (describe.limits): yes/no pass threshold, fail threshold, confidence, run data shown.
+CHECK_PASS = float(os.environ.get("CHECK_PASS", "0.9"))
+CHECK_FAIL = float(os.environ["CHECK_FAIL"]) if os.environ.get("CHECK_FAIL") else None
+CHECK_CONFIDENCE = float(os.environ.get("CHECK_CONFIDENCE", "0.8"))
+CHECK_STATE_BYTES = env_int("CHECK_STATE_BYTES", 65536)
 
 LOGGING = {
     "version": 1,

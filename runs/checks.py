@@ -207,14 +207,16 @@ class Material:
     evidence: str
 
 
-def material_of(*, instructions: str, body: str, data: dict, oldest_first: list[str], record: dict) -> Material:
+def material_of(
+    *, instructions: str, body: str, data: dict, oldest_first: list[str], record: dict
+) -> Material:
     """Collect the material of check.md §2 from a step, the run data and the submission's record."""
     shown, truncated = shown_data(data, oldest_first, check_limits()["checkStateBytes"])
     references = [{"kind": item["kind"], "ref": item["ref"]} for item in record.get("evidence", [])]
     return Material(
         instructions=instructions,
         body=body,
-        data=json.dumps(shown, ensure_ascii=False, separators=(",", ":")),
+        data=json.dumps(shown, ensure_ascii=False, sort_keys=True, separators=(",", ":")),
         truncated=truncated,
         output=json.dumps(record.get("output", {}), ensure_ascii=False),
         summary=record.get("summary"),
@@ -234,7 +236,7 @@ class CheckRequest:
     holder: str
 
 
-class NeedsCheck(Exception):  # noqa: N818 - a control signal, not an error
+class NeedsCheck(Exception):
     """Raised inside a write to leave the transaction so the check is answered with no lock held."""
 
     def __init__(self, request: CheckRequest):
@@ -286,7 +288,9 @@ def prompt_messages(question: Question, material: Material, *, fence: str | None
     fence = fence or secrets.token_hex(8)
     begin, end = f"<<<UNTRUSTED INPUT {fence}>>>", f"<<<END UNTRUSTED INPUT {fence}>>>"
     truncation = (
-        " Truncated: the oldest completed steps were left out to fit the size limit." if material.truncated else ""
+        " Truncated: the oldest completed steps were left out to fit the size limit."
+        if material.truncated
+        else ""
     )
     fenced = "\n\n".join(
         [
@@ -427,11 +431,10 @@ def _ask(evaluator: Evaluator, question: Question, material: Material) -> Answer
 
 
 def evaluate(request: CheckRequest, evaluator: Evaluator | None = None) -> Answered:
-    """Ask every question of a check; call with no transaction open, since each answer may take seconds.
-
-    A blocking check whose evaluator fails twice on a question is `retry`: nothing is recorded and the
-    caller resubmits with the same requestId. An advisory one records `verdict: "error"` instead.
-    """
+    """Ask every question of a check with no transaction open; a blocking check left unanswered is `retry`."""
+    # An answer may take seconds, so no lock may be held here. Once a question fails twice, the rest are
+    # not asked: a blocking check is `retry` (nothing recorded; the caller sends the same requestId
+    # again), an advisory one records `verdict: "error"` with the questions answered so far.
     entries: list[dict] = []
     failed = None
     try:
@@ -442,7 +445,7 @@ def evaluate(request: CheckRequest, evaluator: Evaluator | None = None) -> Answe
         log.warning("check of step %s: the evaluator did not answer: %s", request.step_id, exc)
         failed = exc
     if failed is not None and not request.advisory:
-        raise Retry("The check's evaluator did not answer; submit again with the same requestId.")
+        raise Retry("The check's evaluator did not answer; send the same call again with the same requestId.")
     verdict = {
         "verdict": ERROR if failed is not None else worst(entry["result"] for entry in entries),
         "advisory": request.advisory,

@@ -23,9 +23,9 @@ from accounts.models import User
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.models import RoleBinding
 
-from . import leases
+from . import checks, leases
 from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
-from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale
+from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Retry, Stale
 from .models import Event, Lease, Run, RunState, RunStep, StepState, Upload
 
 SERVER = "server"
@@ -743,16 +743,110 @@ def accept(
     return record
 
 
-def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict) -> None:
+def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict: dict | None = None) -> None:
+    """Complete a step with an accepted record; a check's verdict is recorded with it, or holds it when unsure."""
     step = txn.definition[row.step_id]
+    if verdict is not None:
+        if verdict["verdict"] == checks.UNSURE and not verdict["advisory"]:
+            hold_candidate(txn, row, identity=identity, record=record, verdict=verdict)
+            return
+        record = {**record, "check": verdict}
     complete(txn, row, record, record.get("next") or step.next)
     drain(txn)
 
 
-def refuse_submission(txn: Txn, row: RunStep, issues: list[str]) -> None:
-    """Keep a refused submission's issues for the next attempt's handoff (spec §3.3)."""
+def refuse_submission(txn: Txn, row: RunStep, issues: list[str], *, check: dict | None = None) -> None:
+    """Keep a refused submission's issues, and a failed check's verdict, for the next attempt's handoff (spec §3.3)."""
     row.handoff = {**(row.handoff or {}), "issues": issues}
+    if check is not None:
+        row.handoff["check"] = check
     txn.touch(row)
+
+
+# --- check-1 (profiles/check.md §3) -------------------------------------------------------------
+
+
+def check_verdict(
+    txn: Txn, row: RunStep, *, record: dict, holder: str, answered: checks.Answered | None
+) -> dict | None:
+    """Return the verdict of the step's check on an accepted record (None without a check), or raise."""
+    # Without an answer yet, NeedsCheck sends the caller out of the transaction to ask the evaluator
+    # with no lock held. An answer given on other material, to another claim or work item (`holder`),
+    # or before the run moved on (`seq`) is `retry`. A blocking fail is CheckFailed (not_accepted).
+    step = txn.definition[row.step_id]
+    if step.check is None:
+        return None
+    completed = sorted(txn.steps.values(), key=lambda r: r.done_seq)
+    request = checks.CheckRequest(
+        step_id=row.step_id,
+        questions=checks.questions_of(step.check),
+        advisory=step.advisory,
+        material=checks.material_of(
+            instructions=step.instructions,
+            body=txn.definition.body,
+            data=txn.run.data,
+            oldest_first=[r.step_id for r in completed],
+            record=record,
+        ),
+        seq=txn.run.seq,
+        holder=holder,
+    )
+    if answered is None:
+        raise checks.NeedsCheck(request)
+    if answered.request != request:
+        raise Retry("The run changed while the check was being answered; send the same call again.")
+    verdict = answered.verdict
+    if verdict["verdict"] == checks.FAIL and not step.advisory:
+        raise checks.CheckFailed(verdict, checks.check_lines(step.check, verdict))
+    size = data_size(with_record(txn.run.data, row.step_id, {**record, "check": verdict}))
+    if size > settings.RUN_DATA_BYTES:
+        raise NotAccepted(
+            "The submission was not accepted; nothing changed.",
+            [f"run data: {size} bytes would exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})"],
+        )
+    return verdict
+
+
+def hold_candidate(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict: dict) -> None:
+    """Hold an unsure submission as the step's candidate and escalate the step to operators, as `escalate` does."""
+    step = txn.definition[row.step_id]
+    lines = checks.check_lines(step.check, verdict, results=(checks.UNSURE, checks.FAIL))
+    escalation = {
+        "note": "\n".join(["The check was unsure; decide on the held submission.", *lines]),
+        "by": identity.ref,
+        "at": iso(txn.now),
+        "check": verdict,
+        "candidate": {key: record[key] for key in checks.CANDIDATE_FIELDS if key in record},
+    }
+    covers = _show_check(txn, row.step_id, verdict)
+    set_state(txn, row, StepState.WAITING)
+    # The row keeps what the work item does not show: the lines for a return, and what to put back.
+    row.escalation = {**escalation, "lines": lines, "covers": covers}
+    _clear_claim(row)
+    open_escalation_item(txn, row, escalation)
+
+
+def _show_check(txn: Txn, step_id: str, verdict: dict) -> dict:
+    """Show a waiting verdict as `steps.<id>.check`, even over an earlier completion; return what it covers."""
+    steps = dict(txn.run.data.get("steps", {}))
+    entry = steps.get(step_id)
+    steps[step_id] = {**(entry or {"history": []}), "check": verdict}
+    txn.run.data = {**txn.run.data, "steps": steps}
+    return {"absent": entry is None, "check": (entry or {}).get("check")}
+
+
+def _unshow_check(txn: Txn, row: RunStep) -> None:
+    """Put back what a waiting verdict covered in run data, once a person decides the step."""
+    covers = row.escalation["covers"]
+    steps = dict(txn.run.data.get("steps", {}))
+    if covers["absent"]:
+        steps.pop(row.step_id, None)
+    else:
+        entry = {key: value for key, value in steps[row.step_id].items() if key != "check"}
+        if covers["check"] is not None:
+            entry["check"] = covers["check"]
+        steps[row.step_id] = entry
+    txn.run.data = {**txn.run.data, "steps": steps}
 
 
 def escalate(txn: Txn, row: RunStep, *, identity: Identity, note: str) -> None:
@@ -765,10 +859,19 @@ def escalate(txn: Txn, row: RunStep, *, identity: Identity, note: str) -> None:
 
 
 def return_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
-    """Send an escalated step back to agents with the note; the same attempt, the same due clock."""
-    set_state(txn, row, StepState.READY)
+    """Send an escalated step back with the note, to agents or a task's assignee; the same attempt and due clock."""
+    step = txn.definition[row.step_id]
     row.handoff = {**(row.handoff or {}), "returned": {"note": note, "by": by, "at": iso(txn.now)}}
+    held = row.escalation or {}
+    if held.get("check"):
+        # check-1 §3: the same attempt continues, so the unsure verdict and its lines travel with it.
+        row.handoff.update(check=held["check"], issues=held["lines"])
     row.escalation = None
+    if step.is_person:
+        set_state(txn, row, StepState.WAITING)
+        _open_person_item(txn, step, row)
+    else:
+        set_state(txn, row, StepState.READY)
 
 
 def cancel(txn: Txn, *, identity: Identity, reason: str) -> None:
@@ -825,8 +928,9 @@ def decide(
     next_step: str | None,
     reason: str | None,
     note: str | None,
+    answered: checks.Answered | None = None,
 ) -> None:
-    """Apply a person's decision, checked in the order tools.md gives (decide)."""
+    """Apply a person's decision, checked in the order tools.md gives (decide); `answered` is a task's check."""
     from work.models import WorkItem
 
     pk = work_item_id[2:] if work_item_id.startswith("w_") else ""
@@ -854,6 +958,9 @@ def decide(
     if problems:
         raise Invalid("The decision's arguments do not fit this work item.", problems)
     by = identity.ref
+    held = (row.escalation or {}).get("check")
+    if held is not None:
+        _unshow_check(txn, row)
     if decision == "completed":
         if output is None and (item.escalation or {}).get("candidate"):
             candidate = item.escalation["candidate"]
@@ -865,8 +972,18 @@ def decide(
             txn, row, identity=identity, output=output or {}, evidence=evidence or [], summary=summary,
             next_step=next_step, reason=reason, require_summary=False,
         )
+        verdict = None
+        if item.escalation is None:
+            try:
+                verdict = check_verdict(txn, row, record=record, holder=f"item {item.pk}", answered=answered)
+            except checks.CheckFailed as refused:
+                refuse_submission(txn, row, refused.issues, check=refused.verdict)
+                raise
+        elif held is not None:
+            # check-1 §3: a person completing an escalated step is not checked again; the unsure verdict stays.
+            record["check"] = held
         _close_items(txn, row, decision, by)
-        submit(txn, row, identity=identity, record=record)
+        submit(txn, row, identity=identity, record=record, verdict=verdict)
     elif decision == "approved":
         _close_items(txn, row, decision, by)
         complete(txn, row, {"decision": "approved", "by": by, "at": iso(txn.now)}, txn.definition[row.step_id].next)

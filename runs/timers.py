@@ -21,9 +21,8 @@ log = logging.getLogger(__name__)
 def _catch_up_one(run_id: int, now) -> bool:
     with transaction.atomic():
         locked = Run.objects.select_for_update(skip_locked=True).filter(pk=run_id, wake_at__lte=now)
-        if connection.features.has_select_for_update_skip_locked:
-            if not locked.exists():
-                return False
+        if connection.features.has_select_for_update_skip_locked and not locked.exists():
+            return False
         txn = engine.load_for_write(run_id, now=now)
         if txn.run.is_over:
             return False

@@ -24,12 +24,12 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
-from processes.capabilities import TOOLS, enabled_profiles
+from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 from processes.validation import STEP_ID_PATTERN
 
-from . import engine, leases, presenting, timers
+from . import checks, engine, leases, presenting, timers
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import Event, IdempotencyRecord, Lease, Run, RunStep, StepState, Upload
 
@@ -157,6 +157,17 @@ def _write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
     return outcome.data
 
 
+def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
+    """Run a write that may meet a check (check-1), asking the evaluator between two transactions."""
+    # The first pass stops at the check with NeedsCheck and rolls back; the evaluator is asked with no
+    # lock held; the second pass applies the answer only if the run still shows what the model saw.
+    try:
+        return _write(identity, tool, arguments, functools.partial(perform, answered=None))
+    except checks.NeedsCheck as needed:
+        answered = checks.evaluate(needed.request)
+    return _write(identity, tool, arguments, functools.partial(perform, answered=answered))
+
+
 # --- lookups ------------------------------------------------------------------------------------
 
 
@@ -217,13 +228,7 @@ def describe(identity: Identity, arguments: dict) -> dict:
         "person": {"format": "email"},
         "tools": list(TOOLS),
         "maxUploadBytes": settings.MAX_UPLOAD_BYTES,
-        "limits": {
-            "runDataBytes": settings.RUN_DATA_BYTES,
-            "checkPass": 0.9,
-            "checkFail": None,
-            "checkConfidence": 0.8,
-            "checkStateBytes": 65536,
-        },
+        "limits": {"runDataBytes": settings.RUN_DATA_BYTES, **check_limits()},
     }
 
 
@@ -271,7 +276,7 @@ def get_run(identity: Identity, arguments: dict) -> dict:
 
 
 def get_work(identity: Identity, arguments: dict) -> dict:
-    limit = arguments.get("limit", 20)
+    limit = int(arguments.get("limit", 20))  # JSON Schema integers admit 5.0
     timers.catch_up(organization=identity.organization)
     if identity.is_human:
         from work.inbox import person_work
@@ -293,7 +298,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
 
 
 def list_runs(identity: Identity, arguments: dict) -> dict:
-    limit = arguments.get("limit", 20)
+    limit = int(arguments.get("limit", 20))  # JSON Schema integers admit 5.0
     timers.catch_up(organization=identity.organization)
     runs = Run.objects.filter(organization=identity.organization).select_related("version")
     if arguments.get("process"):
@@ -395,7 +400,7 @@ def renew(identity: Identity, arguments: dict) -> dict:
 
 
 def submit(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: _Write, answered: checks.Answered | None) -> _Outcome:
         txn, row = _held(write, arguments["token"])
         try:
             record = engine.accept(
@@ -409,15 +414,17 @@ def submit(identity: Identity, arguments: dict) -> dict:
                 reason=arguments.get("reason"),
                 require_summary=True,
             )
+            verdict = engine.check_verdict(txn, row, record=record, holder=f"lease {row.lease_id}", answered=answered)
         except NotAccepted as refused:
-            engine.refuse_submission(txn, row, refused.issues)
+            check = refused.verdict if isinstance(refused, checks.CheckFailed) else None
+            engine.refuse_submission(txn, row, refused.issues, check=check)
             engine.flush(txn)
             return _Outcome({}, error=refused)
-        engine.submit(txn, row, identity=identity, record=record)
+        engine.submit(txn, row, identity=identity, record=record, verdict=verdict)
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
-    return _write(identity, "submit", arguments, perform)
+    return _checked_write(identity, "submit", arguments, perform)
 
 
 def escalate(identity: Identity, arguments: dict) -> dict:
@@ -431,25 +438,30 @@ def escalate(identity: Identity, arguments: dict) -> dict:
 
 
 def decide(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: _Write, answered: checks.Answered | None) -> _Outcome:
         txn = _locked(write, arguments["runId"])
-        engine.decide(
-            txn,
-            identity=identity,
-            work_item_id=arguments["workItemId"],
-            snapshot=arguments["snapshot"],
-            decision=arguments["decision"],
-            output=arguments.get("output"),
-            evidence=arguments.get("evidence"),
-            summary=arguments.get("summary"),
-            next_step=arguments.get("next"),
-            reason=arguments.get("reason"),
-            note=arguments.get("note"),
-        )
+        try:
+            engine.decide(
+                txn,
+                identity=identity,
+                work_item_id=arguments["workItemId"],
+                snapshot=arguments["snapshot"],
+                decision=arguments["decision"],
+                output=arguments.get("output"),
+                evidence=arguments.get("evidence"),
+                summary=arguments.get("summary"),
+                next_step=arguments.get("next"),
+                reason=arguments.get("reason"),
+                note=arguments.get("note"),
+                answered=answered,
+            )
+        except checks.CheckFailed as refused:
+            engine.flush(txn)  # keeps the task's handoff: the verdict and its lines (check-1 §3)
+            return _Outcome({}, error=refused)
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
-    return _write(identity, "decide", arguments, perform)
+    return _checked_write(identity, "decide", arguments, perform)
 
 
 def cancel(identity: Identity, arguments: dict) -> dict:

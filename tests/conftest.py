@@ -35,8 +35,8 @@ def plain_static_storage(settings):
 
 @pytest.fixture
 def org(db):
-    """Return the default organization that migrations create."""
-    return Organization.objects.get(slug=DEFAULT_ORGANIZATION)
+    """Return the default organization that migrations create (again after a transactional test's flush)."""
+    return Organization.objects.get_or_create(slug=DEFAULT_ORGANIZATION, defaults={"name": "Default organization"})[0]
 
 
 @pytest.fixture

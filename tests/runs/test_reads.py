@@ -1,5 +1,7 @@
 """describe, list_processes, list_runs and the OpenAPI documents (tools.md)."""
 
+import json
+
 from processes.capabilities import TOOLS
 from tests.runs.conftest import rid
 from tests.runs.test_agent_loop import ONE_STEP, ROUTES
@@ -97,6 +99,13 @@ def test_list_runs_filters_by_process_state_and_inputs(publish, agent):
 
 
 def test_openapi_schema_and_docs_are_served(client):
-    schema = client.get("/api/schema/")
-    assert schema.status_code == 200 and b"/api/tools/{tool}" in schema.content
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert schema.status_code == 200
+    document = json.loads(schema.content)
+    assert document["openapi"].startswith("3.1")
+    assert sorted(document["paths"]) == sorted(f"/api/tools/{tool}" for tool in TOOLS)
+    submit = document["paths"]["/api/tools/submit"]["post"]
+    assert submit["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "token", "output", "summary", "requestId"]
+    assert {"200", "400", "401", "409", "422", "503"} <= set(submit["responses"])
     assert client.get("/api/docs/").status_code == 200
