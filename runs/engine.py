@@ -108,12 +108,20 @@ class Txn:
             self._items = list(WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN))
         return self._items
 
+
     def touch(self, row: RunStep) -> None:
         self.dirty.add(row.step_id)
 
     def next_seq(self) -> int:
         self.run.seq += 1
         return self.run.seq
+
+
+def may_have_items(steps) -> bool:
+    """Whether any step as loaded could hold an open work item: a waiting person step or an escalation."""
+    return any(
+        row.state == StepState.WAITING and (row.kind in ("task", "approve") or row.escalation) for row in steps
+    )
 
 
 def set_state(txn: Txn, row: RunStep, state: str | None) -> None:
@@ -139,6 +147,8 @@ def load_for_write(run_id: int, *, organization=None, now: dt.datetime | None = 
         steps={row.step_id: _remember(row) for row in RunStep.objects.filter(run=locked)},
         now=now or timezone.now(),
     )
+    if not may_have_items(txn.steps.values()):
+        txn._items = []  # nothing to load: spare the query
     if not locked.is_over:
         apply_time(txn)
     return txn
