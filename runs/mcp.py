@@ -34,8 +34,9 @@ from accounts.oauth import (
 from processes.capabilities import TOOLS
 
 from . import files
-from .errors import Retry, ToolError
+from .errors import Invalid, Retry, ToolError
 from .mcp_tools import INSTRUCTIONS, tool_definitions
+from .parsers import MAX_DEPTH, depth_exceeds
 from .tools import call_tool
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,8 @@ def _origin_allowed(request: HttpRequest, origin: str) -> bool:
     if not parts.scheme or not parts.netloc:
         return False
     scheme, netloc = parts.scheme.lower(), parts.netloc.lower()
-    if f"{scheme}://{netloc}" == f"{request.scheme}://{request.get_host()}".lower():
+    # The host is what a rebinding page cannot fake; behind a TLS proxy the scheme seen here may differ.
+    if netloc == request.get_host().lower():
         return True
     if settings.PUBLIC_URL:
         public = urlsplit(settings.PUBLIC_URL)
@@ -163,8 +165,11 @@ def _authenticate(request: HttpRequest) -> Identity | HttpResponse:
         return _unauthorized(request, "Authorization required: send an OAuth bearer token.")
     scheme, _, raw_token = header.partition(" ")
     raw_token = raw_token.strip()
-    if scheme.lower() != "bearer" or not raw_token:
-        return _unauthorized(request, "Only a bearer token is accepted here.", "invalid_request")
+    if scheme.lower() != "bearer":
+        # RFC 6750 §3: another scheme is no authentication at all here, so the challenge names no error.
+        return _unauthorized(request, "Only an OAuth bearer token is accepted here.")
+    if not raw_token:
+        return _unauthorized(request, "The bearer token is missing.", "invalid_request")
     # Pinned to this endpoint's URL: a token issued for another resource is refused (RFC 8707).
     identity = identity_for_token(raw_token, resource=absolute_url(request, MCP_PATH))
     if identity is None:
@@ -310,6 +315,7 @@ def initialize(request: HttpRequest, identity: Identity, params: dict) -> dict:
 
 
 def ping(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """Answer that the server is here."""
     return {}
 
 
@@ -338,6 +344,11 @@ def _envelope(request: HttpRequest, identity: Identity, tool: str, arguments) ->
     """Return call_tool's answer as `{ok, data}` or `{ok: false, error}`, as the REST door does."""
     token = files.base_url.set(request.build_absolute_uri("/").rstrip("/"))
     try:
+        # The REST door's bound on a body's depth, applied to what stands for the body here.
+        if depth_exceeds(arguments, MAX_DEPTH):
+            raise Invalid(
+                f"The arguments nest deeper than {MAX_DEPTH} levels.", ["arguments: nested too deeply"]
+            )
         return {"ok": True, "data": call_tool(identity, tool, arguments)}
     except ToolError as error:
         return {"ok": False, "error": error.as_error()}

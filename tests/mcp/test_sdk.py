@@ -16,13 +16,23 @@ from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from accounts.models import Organization
+from accounts.models import DEFAULT_ORGANIZATION, Organization
 from accounts.oauth import create_agent
 from processes.capabilities import TOOLS
 from tests.mcp import MCP_VERSIONS, SCREENING, b64, rid
 from tests.runs.conftest import publish_text
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def default_organization_restored(django_db_setup, django_db_blocker):
+    """Put back the organization the data migration made: these transactional tests flush it away."""
+    yield
+    with django_db_blocker.unblock():
+        Organization.objects.get_or_create(
+            slug=DEFAULT_ORGANIZATION, defaults={"name": "Default organization"}
+        )
 
 
 def agent_token(base: str, client_id: str, secret: str) -> str:
