@@ -31,6 +31,11 @@ def exception_handler(exc, context):
     """Render the errors this API knows as the tools.md envelope; anything else stays a 500."""
     if isinstance(exc, ToolError):
         return envelope_error(exc.as_error(), exc.status)
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is unreachable, even before the tool ran (the bearer-token check): a transient state.
+        log.warning("%s: database unavailable: %s", context["request"].path, exc)
+        error = Retry("The database is briefly unavailable; retry with the same requestId.")
+        return envelope_error(error.as_error(), error.status)
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         response = drf_exception_handler(exc, context)
         headers = {"WWW-Authenticate": response.get("WWW-Authenticate", 'Bearer realm="agentprocess"')}
