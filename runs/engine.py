@@ -163,7 +163,10 @@ def flush(txn: Txn) -> None:
         run.state = derive_run_state(txn)
     run.wake_at = None if run.is_over else next_wake(txn)
     run.updated_at = txn.now
-    run.save(update_fields=["state", "outcome", "ended", "data", "seq", "wake_at", "updated_at"])
+    if run.pk is None:
+        run.save()  # a new run is inserted once, already in its first state
+    else:
+        run.save(update_fields=["state", "outcome", "ended", "data", "seq", "wake_at", "updated_at", "holds_events"])
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         RunStep.objects.bulk_create(new_rows)
@@ -355,7 +358,7 @@ def _arrive(txn: Txn, step_id: str) -> None:
             row.wake_at = moment
     elif step.kind == "wait_for":
         set_state(txn, row, StepState.WAITING)
-        held = (
+        held = None if not txn.run.holds_events else (
             Event.objects.filter(run=txn.run, name=step.value, consumed_by__isnull=True, discarded=False)
             .exclude(pk__in=[e.pk for e in txn.consumed])
             .order_by("sent_at", "id")
@@ -588,7 +591,7 @@ def end_run(txn: Txn, *, state: str, outcome: str | None, by: str, note: str | N
             row.wake_at = None
     for row in txn.steps.values():
         _close_items(txn, row)
-    txn.discard_events = True
+    txn.discard_events = run.holds_events
     txn.queue.clear()
 
 
@@ -612,7 +615,6 @@ def new_run(
         started_at=now,
         updated_at=now,
     )
-    run.save()
     steps = {
         step.id: RunStep(run=run, organization_id=run.organization_id, step_id=step.id, position=step.index, kind=step.kind)
         for step in definition.steps

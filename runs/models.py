@@ -45,6 +45,8 @@ class Run(models.Model):
     # Run data exactly as the protocol shows it (spec §3.1), without the signed file URLs.
     data = models.JSONField(default=dict)
     seq = models.PositiveIntegerField(default=0)
+    # Set once an event is held for this run; until then no query looks for held events.
+    holds_events = models.BooleanField(default=False)
     # The earliest moment time alone changes this run (a lease ends, a wait passes, a deadline).
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
     started_at = models.DateTimeField()

@@ -342,8 +342,9 @@ def start_run(identity: Identity, arguments: dict) -> dict:
     from .acceptance import check_fields
 
     def perform(write: _Write) -> _Outcome:
-        process = Process.objects.filter(organization=identity.organization, name=arguments["process"]).first()
-        versions = ProcessVersion.objects.filter(process=process) if process else ProcessVersion.objects.none()
+        versions = ProcessVersion.objects.filter(
+            process__organization=identity.organization, process__name=arguments["process"]
+        ).select_related("process")
         if "version" in arguments:
             version = versions.filter(number=arguments["version"]).first()
         else:
@@ -499,6 +500,8 @@ def send_event(identity: Identity, arguments: dict) -> dict:
             raise Invalid("The event cannot be held.", issues)
         event = Event.objects.create(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
         consumed_by = engine.deliver_event(txn, event)
+        if consumed_by is None:
+            txn.run.holds_events = True
         engine.flush(txn)
         return _Outcome({"consumedBy": consumed_by}, run=txn.run)
 
