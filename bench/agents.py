@@ -128,19 +128,21 @@ def floor_loop(agent: Agent, stop: float, counts: dict) -> None:
         counts["runs"] += 1
 
 
-def drive(server: Server, tokens: list[str], loop, seconds: float) -> tuple[dict, dict, float]:
+LOOPS = {"one-step": one_step_loop, "five-step": five_step_loop, "floor": floor_loop}
+
+
+def drive_threads(port: int, tokens: list[str], scenario: str, stop: float) -> tuple[dict, dict]:
+    """Run one thread per token until `stop` (a time.monotonic() deadline shared by every process)."""
     latencies: dict[str, list[float]] = {}
     lock = threading.Lock()
     counts = {"runs": 0, "errors": 0}
-    stop = time.monotonic() + seconds
-    started = time.monotonic()
 
     def worker(token: str):
         own: dict[str, list[float]] = {}
         mine = {"runs": 0}
-        agent = Agent(server.port, token, own)
+        agent = Agent(port, token, own)
         try:
-            loop(agent, stop, mine)
+            LOOPS[scenario](agent, stop, mine)
         except (ToolFailed, AssertionError) as failure:
             print(f"  agent stopped: {failure}", file=sys.stderr)
             mine["errors"] = 1
@@ -155,6 +157,26 @@ def drive(server: Server, tokens: list[str], loop, seconds: float) -> tuple[dict
         thread.start()
     for thread in threads:
         thread.join()
+    return latencies, counts
+
+
+def drive(server: Server, tokens: list[str], scenario: str, seconds: float, processes: int):
+    """Drive every agent for `seconds`, spread over `processes` client processes (the GIL limits one)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    started = time.monotonic()
+    stop = started + seconds
+    shares = [tokens[i::processes] for i in range(processes)]
+    latencies: dict[str, list[float]] = {}
+    counts = {"runs": 0, "errors": 0}
+    with ProcessPoolExecutor(processes) as pool:
+        futures = [pool.submit(drive_threads, server.port, share, scenario, stop) for share in shares if share]
+        for future in futures:
+            part, part_counts = future.result()
+            for tool, values in part.items():
+                latencies.setdefault(tool, []).extend(values)
+            counts["runs"] += part_counts["runs"]
+            counts["errors"] += part_counts["errors"]
     return latencies, counts, time.monotonic() - started
 
 
@@ -163,6 +185,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: one per core)")
+    parser.add_argument("--processes", type=int, default=2, help="client processes the agents are spread over")
     args = parser.parse_args()
 
     url = recreate_database("bench_agents")
@@ -171,11 +194,11 @@ def main() -> None:
     server = Server(url, workers=args.workers)
     try:
         tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
-        print(f"{args.agents} agents, {args.seconds:.0f} s per scenario, gunicorn workers: "
-              f"{args.workers or 'one per core'}\n")
+        print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario, "
+              f"gunicorn workers: {args.workers or 'one per core'}\n")
         results = {}
-        for name, loop in (("one-step", one_step_loop), ("five-step", five_step_loop), ("floor", floor_loop)):
-            latencies, counts, elapsed = drive(server, tokens, loop, args.seconds)
+        for name in ("one-step", "five-step", "floor"):
+            latencies, counts, elapsed = drive(server, tokens, name, args.seconds, args.processes)
             calls = sum(len(v) for v in latencies.values())
             results[name] = (latencies, counts, elapsed, calls)
             label = "requests" if name == "floor" else "runs"
