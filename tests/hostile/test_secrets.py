@@ -25,7 +25,7 @@ def credentials(db):
 
 
 def test_no_secret_reaches_logs_views_or_errors(credentials, publish, caplog):
-    agent, client_id, secret, access_token = credentials
+    _, _, secret, access_token = credentials
     publish(ROUTES)
     client = Client(HTTP_AUTHORIZATION=f"Bearer {access_token}")
 
