@@ -95,6 +95,8 @@ class StepRecord:
     kind: str
     current: dict | None
     history: list[dict] = field(default_factory=list)
+    # Set for the step a work item is open on: whatever it holds is from an earlier attempt.
+    earlier: bool = False
 
 
 def step_records(definition: Definition, data: dict) -> list[StepRecord]:
@@ -175,8 +177,9 @@ def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
         elif run.get("outcome") in ("failed", "rejected"):
             what = f"ended the run: {run['outcome']}"
         else:
-            what = f"finished: {run.get('outcome')}"
-        entries.append({"at": ended.get("at"), "by": ended.get("by"), "what": what, "step": None,
+            what = f"Finished with outcome “{run.get('outcome')}”"
+        by = None if ended.get("by") == SERVER else ended.get("by")
+        entries.append({"at": ended.get("at"), "by": by, "what": what, "step": None,
                         "tone": "ok" if run["state"] == "ended" and run.get("outcome") not in ("failed", "rejected")
                         else "bad", "note": ended.get("note"), "earlier": False})
     return sorted(entries, key=lambda e: e.get("at") or "")
@@ -185,8 +188,17 @@ def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
 # --- what changed since a page was read ---------------------------------------------------------
 
 
+def _without_urls(value):
+    # Signed file URLs change with every read; they are not run data (spec §5).
+    if isinstance(value, dict):
+        return {k: _without_urls(v) for k, v in value.items() if k != "url"}
+    if isinstance(value, list):
+        return [_without_urls(v) for v in value]
+    return value
+
+
 def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(_without_urls(value), sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def fingerprints(data: dict) -> str:
@@ -212,10 +224,10 @@ def changes_since(seen: str, definition: Definition, data: dict) -> list[dict]:
         current = {k: v for k, v in (record or {}).items() if k != "history"}
         if not current:
             how = "was sent back for rework; its earlier result is now in its history"
-        elif step.id not in before_steps:
-            how = _verb(step.kind, current)[0] if current.get("decision") else "was completed"
+        elif current.get("decision"):
+            how = {"approved": "was approved", "rejected": "was rejected"}.get(current["decision"], "failed")
         else:
-            how = _verb(step.kind, current)[0] if current.get("decision") else "was done again"
+            how = "was completed" if step.id not in before_steps else "was done again"
         changed.append({"step": step.id, "title": step_title(step.id), "how": how, "by": current.get("by"),
                         "at": current.get("at"), "note": current.get("note")})
     return changed

@@ -1,1 +1,13 @@
-urlpatterns: list = []
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("inbox/", views.inbox_page, name="inbox"),
+    path("inbox/notifications/read/", views.mark_notices_read, name="notices-read"),
+    path("inbox/<str:item_id>/", views.item_page, name="item"),
+    path("runs/", views.runs_page, name="runs"),
+    path("runs/<str:run_id>/", views.run_page, name="run"),
+    path("runs/<str:run_id>/cancel/", views.cancel_run, name="run-cancel"),
+]

@@ -55,7 +55,8 @@ def ago(value):
         return ""
     now = timezone.now()
     if moment > now:
-        return f"in {timeuntil(moment, now, depth=1)}"
+        # "in 1 day, 23 hours" beyond a day, plain "in 5 hours" within one: precise where it matters.
+        return f"in {timeuntil(moment, now, depth=2 if moment - now >= dt.timedelta(days=1) else 1)}"
     text = timesince(moment, now, depth=1)
     return "just now" if text.startswith("0\xa0minutes") else f"{text} ago"
 
@@ -77,7 +78,7 @@ def label(name):
 
 
 @register.filter
-def title(step_id):
+def step_name(step_id):
     return step_title(str(step_id or ""))
 
 
@@ -91,7 +92,7 @@ def get(mapping, key):
 @register.filter
 def issue_text(issue: str) -> str:
     """Drop the path in front of an issue shown beside its own field: `output.x: expected number` → `expected number`."""
-    head, sep, rest = str(issue).partition(": ")
+    _path, sep, rest = str(issue).partition(": ")
     return rest if sep else issue
 
 
@@ -113,6 +114,18 @@ def _render(value, depth: int = 0):
             return mark_safe('<span class="muted">none</span>')
         if all(not isinstance(v, (list, dict)) for v in value):
             return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((_scalar(v),) for v in value)))
+    if isinstance(value, list) and all(isinstance(v, dict) and v for v in value) and all(
+        not isinstance(x, (list, dict)) for v in value for x in v.values()
+    ):
+        columns = list(dict.fromkeys(k for v in value for k in v))
+        head = format_html_join("", '<th scope="col">{}</th>', ((field_label(c),) for c in columns))
+        rows = format_html_join(
+            "", "<tr>{}</tr>",
+            ((format_html_join("", "<td>{}</td>", ((_scalar(v.get(c)) if c in v else "",) for c in columns)),)
+             for v in value),
+        )
+        return format_html('<div class="table-wrap"><table class="simple compact"><thead><tr>{}</tr></thead>'
+                           "<tbody>{}</tbody></table></div>", head, rows)
     if isinstance(value, dict) and depth < 1 and all(not isinstance(v, (list, dict)) for v in value.values()):
         rows = format_html_join("", "<dt>{}</dt><dd>{}</dd>", ((field_label(k), _scalar(v)) for k, v in value.items()))
         return format_html('<dl class="data">{}</dl>', rows)
@@ -130,3 +143,9 @@ def show(value):
 @register.filter
 def is_url(text) -> bool:
     return isinstance(text, str) and text.startswith(("https://", "http://"))
+
+
+@register.filter
+def pairs(mapping):
+    """Return a dict's (key, value) pairs; `.items` in a template would look up a field named `items`."""
+    return list(mapping.items()) if isinstance(mapping, dict) else []

@@ -1,0 +1,104 @@
+"""The process catalogue for people, and the form that starts a run; both call the tools."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts.identity import Identity
+from processes.definition import definition_for
+from processes.models import ProcessVersion
+from runs.errors import Invalid, ToolError
+from runs.tools import call_tool
+from work.forms import controls_for, read_values, sort_issues
+from work.maps import process_map, step_title
+from work.views import new_request_id, person_page, refused, request_id
+
+
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def catalogue(request, identity: Identity):
+    """List the organization's published processes through `list_processes`."""
+    arguments = {"cursor": request.GET["cursor"]} if request.GET.get("cursor") else {}
+    try:
+        data = call_tool(identity, "list_processes", arguments)
+    except Invalid:
+        return redirect("processes")
+    processes = [{**p, "title": step_title(p["name"])} for p in data["items"]]
+    return render(request, "processes/list.html", {
+        "identity": identity, "processes": processes, "next_cursor": data["nextCursor"], "nav": "processes",
+    })
+
+
+def _latest(identity: Identity, name: str) -> ProcessVersion:
+    version = (
+        ProcessVersion.objects.filter(process__organization=identity.organization, process__name=name)
+        .order_by("-number")
+        .first()
+    )
+    if version is None:
+        raise Http404("No such published process in this organization.")
+    return version
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@person_page
+def start(request, identity: Identity, name: str):
+    """Show one process and start a run of it with typed inputs, live or test, through `start_run`."""
+    version = _latest(identity, name)
+    posted = request.POST if request.method == "POST" else None
+    if posted is not None and posted.get("version", "").isdigit() and int(posted["version"]) != version.number:
+        # Fill the form of the version the person saw; an older one may take other inputs.
+        version = ProcessVersion.objects.filter(process=version.process, number=int(posted["version"])).first() or version
+    definition = definition_for(version)
+    controls = controls_for(definition.inputs, "inputs", data=posted)
+    issues: list[str] = []
+    problems: dict[str, str] = {}
+    mode = "live"
+    status = 200
+    if posted is not None:
+        mode = posted.get("mode") if posted.get("mode") in ("live", "test") else "live"
+        inputs, problems = read_values(controls)
+        arguments = {
+            "process": name,
+            "version": version.number,
+            "inputs": inputs,
+            "mode": mode,
+            "requestId": request_id(posted.get("requestId")),
+        }
+        try:
+            view = call_tool(identity, "start_run", arguments)
+        except Invalid as error:
+            issues, status = error.issues or [error.message], error.status
+        except ToolError as error:
+            return refused(request, error)
+        else:
+            label = "test run" if mode == "test" else "run"
+            messages.success(request, f"Started {label} {view['run']['id']} of {name}.")
+            return redirect("run", run_id=view["run"]["id"])
+    placed = sort_issues(issues, "inputs", {c.name for c in controls}, ())
+    for control in controls:
+        control.errors = [*([problems[control.name]] if control.name in problems else []),
+                          *placed.get(control.name, [])]
+    frontmatter = version.frontmatter
+    context = {
+        "identity": identity,
+        "version": version,
+        "name": name,
+        "title": step_title(name),
+        "description": frontmatter["description"],
+        "requires": (frontmatter.get("requires") or {}).get("systems", []),
+        "body": version.body,
+        "steps": [{"id": s.id, "title": step_title(s.id), "kind": s.kind, "person": s.person,
+                   "text": s.instructions} for s in definition.steps],
+        "map": process_map(definition, title=f"Process map of {name}"),
+        "controls": controls,
+        "issues": issues + [f"inputs.{n}: {t}" for n, t in problems.items()],
+        "general": placed.get("", []),
+        "mode": mode,
+        "request_id": new_request_id(),
+        "nav": "processes",
+    }
+    return render(request, "processes/start.html", context, status=status)

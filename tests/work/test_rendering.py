@@ -1,0 +1,69 @@
+"""PROCESS.md bodies render as sanitised Markdown: formatting and safe links, nothing that runs."""
+
+import pytest
+
+from work.rendering import render_markdown
+
+HOSTILE = """---
+name: hostile
+description: A body that tries to run script.
+steps:
+  - id: look
+    person: lookers
+    task: |
+      Read this. <script>alert("task")</script> [click](javascript:alert(1))
+  - id: done
+    finish: ok
+---
+
+# Hostile
+
+<script>alert("body")</script>
+<img src=x onerror="alert('img')">
+[a javascript link](javascript:alert(1)) and [a data link](data:text/html;base64,PHNjcmlwdD4=)
+<a href="JaVaScRiPt:alert(1)" onclick="alert(2)">mixed case</a>
+<iframe src="https://evil.example"></iframe>
+<div style="position:fixed">styled</div>
+
+A [fine link](https://example.com/docs) and **bold** text.
+"""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "<script>alert(1)</script>",
+        "[x](javascript:alert(1))",
+        '<a href="jAvAsCrIpT:alert(1)">x</a>',
+        "<img src=x onerror=alert(1)>",
+        '<svg onload="alert(1)"></svg>',
+        "<iframe src=https://evil.example></iframe>",
+        '<p style="background:url(javascript:alert(1))">x</p>',
+        "<object data=x></object>",
+        "[x](vbscript:msgbox)",
+    ],
+)
+def test_nothing_that_runs_survives(source):
+    html = str(render_markdown(source)).lower()
+    for bad in ("<script", "javascript:", "onerror", "onload", "<iframe", "style=", "<object", "<svg", "vbscript"):
+        assert bad not in html
+
+
+def test_formatting_and_safe_links_survive():
+    html = str(render_markdown("# Title\n\n- **one**\n- `two`\n\n[docs](https://example.com/a?b=1)"))
+    assert "<h2>Title</h2>" in html and "<strong>one</strong>" in html and "<code>two</code>" in html
+    assert '<a href="https://example.com/a?b=1" rel="noopener noreferrer">docs</a>' in html
+
+
+def test_a_hostile_process_renders_inert_on_the_pages(publish, agent, make_person, browser_of):
+    publish(HOSTILE)
+    person = make_person("looker@example.com", groups=["lookers"])
+    view = agent.write("start_run", process="hostile", inputs={})
+    client = browser_of(person)
+    for url in (f"/inbox/{view['workItems'][0]['id']}/", f"/runs/{view['run']['id']}/", "/processes/hostile/"):
+        html = client.get(url).content.decode()
+        main = html[html.index("<main"):]
+        lowered = main.lower()
+        assert "<script" not in lowered and "javascript:" not in lowered and "onerror" not in lowered
+        assert "<iframe" not in lowered and "onclick" not in lowered
+        assert '<a href="https://example.com/docs" rel="noopener noreferrer">fine link</a>' in main

@@ -1,0 +1,494 @@
+"""The people pages: home, inbox, a work item, a run. Each view validates input, calls the tools, renders.
+
+The pages are one more door onto the engine (STYLE.md): a decision here is `call_tool(identity,
+"decide", …)` exactly as over REST, so every rule and check order is the engine's, not the page's.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import re
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.identity import Identity
+from processes.definition import JOIN, definition_for
+from runs import timers
+from runs.engine import may_decide
+from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
+from runs.models import Run, RunStep, StepState
+from runs.tools import call_tool
+
+from . import display, inbox, notifications
+from .forms import controls_for, read_values, sort_issues
+from .maps import process_map, step_title
+from .models import WorkItem
+
+PAGE_SIZE = 50
+# Which of an item page's forms a decision comes from; each form keeps its own typed values and issues.
+FORM_OF = {"completed": "complete", "approved": "approve", "rejected": "reject", "returned": "return", "failed": "fail"}
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_UPLOAD_ID = re.compile(r"^f_[0-9a-f]{1,64}$")
+_PUBLIC_ID = re.compile(r"^[rw]_\d{1,18}$")
+
+
+def person_page(view):
+    """Require a signed-in member of an organization and call the view with their human identity."""
+
+    @functools.wraps(view)
+    @login_required
+    def wrapper(request, *args, **kwargs):
+        identity = Identity.for_user(request.user)
+        if identity is None:
+            return render(request, "work/no_membership.html", status=403)
+        return view(request, identity, *args, **kwargs)
+
+    return wrapper
+
+
+def refused(request, error: ToolError):
+    """Render a refusal the person cannot fix on this page: not found is a 404, forbidden a 403."""
+    if isinstance(error, NotFound):
+        raise Http404(error.message)
+    return render(request, "work/refused.html", {"error": error}, status=error.status)
+
+
+def request_id(value: str | None) -> str:
+    """Return the form's requestId when it is one this server could have issued, else a new one."""
+    return value if isinstance(value, str) and _UUID.match(value) else str(uuid.uuid4())
+
+
+def new_request_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _pk(public_id: str, prefix: str) -> int:
+    if not _PUBLIC_ID.match(public_id or "") or not public_id.startswith(prefix):
+        raise Http404("No such page.")
+    return int(public_id[2:])
+
+
+# --- home and inbox -----------------------------------------------------------------------------
+
+
+def home(request):
+    """Send a signed-in person to their inbox; show everyone else what this is and how to sign in."""
+    if request.user.is_authenticated:
+        return redirect("inbox")
+    return render(request, "home.html")
+
+
+def _inputs_line(run: Run, limit: int = 3) -> list[tuple[str, str]]:
+    shown = []
+    for name, value in list((run.data or {}).get("inputs", {}).items())[:limit]:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            text = str(value)
+            shown.append((name, text if len(text) <= 40 else text[:39] + "…"))
+    return shown
+
+
+def _assignee(item: WorkItem) -> str:
+    if item.for_operators:
+        return "Operators"
+    if item.assigned_group_id is not None:
+        return item.assigned_group.name
+    return item.assigned_person or ""
+
+
+def _rows(items) -> list[dict]:
+    rows = []
+    for item in items:
+        step = definition_for(item.run.version)[item.step.step_id]
+        text = step.instructions.strip().splitlines()[0] if step.instructions.strip() else ""
+        rows.append({
+            "item": item,
+            "run": item.run,
+            "row": item.step,
+            "title": step_title(item.step.step_id),
+            "text": text if len(text) <= 140 else text[:139] + "…",
+            "inputs": _inputs_line(item.run),
+            "assignee": _assignee(item),
+            "escalation": item.escalation or None,
+        })
+    return rows
+
+
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def inbox_page(request, identity: Identity):
+    """List my open work items oldest first; operators also see escalations and overdue work."""
+    # Reads apply whatever time has made due, as get_work does, so overdue badges are never late.
+    timers.catch_up(organization=identity.organization)
+    process = request.GET.get("process") or None
+    page = Paginator(inbox.inbox_items(identity, process=process), PAGE_SIZE).get_page(request.GET.get("page"))
+    notices, unread = inbox.notifications_for(identity)
+    overdue_items, overdue_steps = inbox.overdue_work(identity)
+    context = {
+        "identity": identity,
+        "page": page,
+        "rows": _rows(page.object_list),
+        "process": process,
+        "counts": inbox.process_counts(identity),
+        "escalations": _rows(inbox.escalation_queue(identity)),
+        "overdue_items": _rows(overdue_items),
+        "overdue_steps": overdue_steps,
+        "notices": [(notice, notifications.notice_link(notice)) for notice in notices],
+        "unread": unread,
+        "nav": "inbox",
+    }
+    return render(request, "work/inbox.html", context)
+
+
+@require_POST
+@person_page
+def mark_notices_read(request, identity: Identity):
+    """Mark one notice (or all of mine) read and go back to the inbox."""
+    ids = None
+    if request.POST.get("notice", "").isdigit():
+        ids = [int(request.POST["notice"])]
+    notifications.mark_read(user=identity.user, ids=ids)
+    return redirect("inbox")
+
+
+# --- a work item --------------------------------------------------------------------------------
+
+
+def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
+    item = (
+        WorkItem.objects.select_related("run__version", "step", "assigned_group")
+        .filter(pk=_pk(item_id, "w_"), organization=identity.organization)
+        .first()
+    )
+    if item is None:
+        raise Http404("No such work item in this organization.")
+    return item
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@person_page
+def item_page(request, identity: Identity, item_id: str):
+    """Show one work item with the run it belongs to, and take the person's decision on it."""
+    item = _item_or_404(identity, item_id)
+    if request.method == "POST":
+        return _decide(request, identity, item)
+    return _item_response(request, identity, item)
+
+
+def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=None, issues=None, problems=None,
+                   kept=None, earlier=None) -> dict:
+    """Everything the decision forms of one open work item need, with a person's earlier input kept.
+
+    A rework starts from the earlier attempt's output and links, so the person corrects rather than retypes.
+    """
+    if form_id not in {FORM_OF[d] for d in current["decide"]["decisions"]}:
+        form_id = None  # a form this item does not show; its issues go to the top of the decision card
+    posted_here = posted if form_id else None
+    earlier = earlier or {}
+    candidate = ((current.get("escalation") or {}).get("candidate") or {}).get("output") or earlier.get("output")
+    controls = []
+    if current["kind"] != "approve":
+        controls = controls_for(
+            current.get("output"), "output", data=posted if form_id == "complete" else None, initial=candidate
+        )
+    names = {c.name for c in controls}
+    placed = sort_issues(issues, "output", names, ("evidence", "next", "reason", "note", "summary", "decision"))
+    for control in controls:
+        control.errors = [*([problems[control.name]] if problems and control.name in problems else []),
+                          *placed.get(control.name, [])]
+    forms = {key: {"request_id": new_request_id(), "values": {}, "issues": {}} for key in
+             ("complete", "approve", "reject", "return", "fail")}
+    if form_id in forms:
+        forms[form_id]["values"] = {key: posted_here.get(key, "") for key in ("note", "summary", "reason", "next", "links")}
+        forms[form_id]["issues"] = placed
+    elif earlier:
+        links = [e["ref"] for e in earlier.get("evidence") or [] if e.get("kind") == "link"]
+        forms["complete"]["values"] = {"links": "\n".join(links), "next": earlier.get("next") or "",
+                                       "reason": earlier.get("reason") or "", "summary": earlier.get("summary") or ""}
+    decisions = current["decide"]["decisions"]
+    return {
+        "decisions": decisions,
+        "snapshot": current["snapshot"],
+        "seen": display.fingerprints(data),
+        "controls": controls,
+        "evidence": current.get("evidence") or [],
+        "routes": current.get("next"),
+        "forms": forms,
+        "posted": form_id,
+        "kept_files": kept or [],
+        "all_issues": list(issues or []) + [f"output.{name}: {text}" for name, text in (problems or {}).items()],
+        "max_upload": settings.MAX_UPLOAD_BYTES,
+    }
+
+
+def _item_response(request, identity: Identity, item: WorkItem, *, status: int = 200, posted=None, form_id=None,
+                   issues=None, problems=None, kept=None, seen=None, notice=None):
+    """Render a work item page from a fresh read of its run."""
+    try:
+        view = call_tool(identity, "get_run", {"runId": item.run.public_id})
+    except ToolError as error:
+        return refused(request, error)
+    definition = definition_for(item.run.version)
+    step = definition[item.step.step_id]
+    current = next((w for w in view["workItems"] if w["id"] == item.public_id), None)
+    if current is None:
+        item.refresh_from_db(fields=["state", "decision", "decided_by", "decided_at"])
+    allowed = current is not None and may_decide(identity, item)
+    if current is not None and not allowed and status == 200:
+        status = 403
+    kept_names = display.file_names(identity.organization, kept or [])
+    names = display.names_in_view(identity.organization, view, extra={item.decided_by or ""})
+    data = view["data"]
+    records = display.step_records(definition, data)
+    # While this step waits on a person, any record it holds is an earlier attempt (a rework).
+    own = next((r for r in records if r.id == step.id), None)
+    if own is not None and current is not None:
+        own.earlier = True
+    context = {
+        "identity": identity,
+        "item": item,
+        "current": current,
+        "view": view,
+        "run": view["run"],
+        "step": step,
+        "title": step_title(step.id),
+        "records": records,
+        "own_record": own,
+        "rejections": display.rejection_notes(definition, data, step.id),
+        "files": display.file_names(identity.organization, display.file_refs(data)),
+        "names": names,
+        "allowed": allowed,
+        "row": item.step,
+        "notice": notice,
+        "changes": display.changes_since(seen, definition, data) if seen is not None else None,
+        "assignee": _assignee(item),
+        "reject_hint": (
+            f"Required. The run goes back to {step_title(step.on_reject)} and whoever does it reads your note."
+            if step.on_reject else "Required. This step has nowhere to go back to, so rejecting ends the run."
+        ),
+        "nav": "inbox",
+    }
+    if allowed:
+        earlier = (own.current or {}) if own else {}
+        offered = [e["ref"] for e in earlier.get("evidence") or [] if e.get("kind") == "file"]
+        kept_names.update(display.file_names(identity.organization, set(offered) - set(kept_names)))
+        files = [{"id": ref, "checked": True, **kept_names.get(ref, {})} for ref in kept or []]
+        if posted is None:
+            files += [{"id": ref, "checked": False, "earlier": True, **kept_names.get(ref, {})} for ref in offered]
+        form = _decision_form(identity, current, data, posted=posted, form_id=form_id, issues=issues,
+                              problems=problems, kept=files, earlier=earlier)
+        context["form"] = form
+    return render(request, "work/item.html", context, status=status)
+
+
+def _evidence(request, identity: Identity, rid: str) -> tuple[list[dict], list[str], list[str]]:
+    """Upload the files of a form through the `upload` tool; return evidence items, issues and kept ids."""
+    kept = [ref for ref in request.POST.getlist("kept_file") if _UPLOAD_ID.match(ref)]
+    issues: list[str] = []
+    for index, upload in enumerate(request.FILES.getlist("files")):
+        if upload.size > settings.MAX_UPLOAD_BYTES:
+            issues.append(f"evidence: {upload.name} is larger than the {settings.MAX_UPLOAD_BYTES} bytes allowed")
+            continue
+        arguments = {
+            "fileName": (upload.name or "file")[:255],
+            "contentType": upload.content_type or "application/octet-stream",
+            "contentBase64": base64.b64encode(upload.read()).decode(),
+            # Derived from the form's requestId: a double submit uploads nothing twice and decides once.
+            "requestId": str(uuid.uuid5(uuid.UUID(rid), f"file-{index}")),
+        }
+        try:
+            kept.append(call_tool(identity, "upload", arguments)["id"])
+        except Invalid as error:
+            issues.extend(f"evidence: {upload.name}: {issue}" for issue in error.issues or [error.message])
+    links = [line.strip() for line in request.POST.get("links", "").splitlines() if line.strip()]
+    evidence = [{"kind": "file", "ref": ref} for ref in dict.fromkeys(kept)]
+    evidence += [{"kind": "link", "ref": link} for link in links]
+    return evidence, issues, list(dict.fromkeys(kept))
+
+
+def _decide(request, identity: Identity, item: WorkItem):
+    """Send the person's decision through the `decide` tool and show what happened."""
+    post = request.POST
+    decision = post.get("decision", "")
+    form_id = FORM_OF.get(decision)
+    rid = request_id(post.get("requestId"))
+    again = {"posted": post, "form_id": form_id, "seen": post.get("seen", "")}
+    if form_id is None:
+        return _item_response(request, identity, item, status=400, issues=["decision: press one of the buttons"])
+    arguments = {
+        "runId": item.run.public_id,
+        "workItemId": item.public_id,
+        "snapshot": post.get("snapshot", ""),
+        "decision": decision,
+        "requestId": rid,
+    }
+    problems: dict[str, str] = {}
+    kept: list[str] = []
+    if decision == "completed":
+        requirements = definition_for(item.run.version)[item.step.step_id].requirements()
+        output, problems = read_values(controls_for(requirements["output"], "output", data=post))
+        arguments["output"] = output
+        evidence, upload_issues, kept = _evidence(request, identity, rid)
+        if upload_issues:
+            return _item_response(request, identity, item, status=400, issues=upload_issues, problems=problems,
+                                  kept=kept, **{**again, "seen": None})
+        if evidence:
+            arguments["evidence"] = evidence
+        if post.get("summary", "").strip():
+            arguments["summary"] = post["summary"].strip()
+        if requirements["next"]:
+            if post.get("next"):
+                arguments["next"] = post["next"]
+            if post.get("reason", "").strip():
+                arguments["reason"] = post["reason"].strip()
+    elif post.get("note", "").strip():
+        arguments["note"] = post["note"].strip()
+    try:
+        view = call_tool(identity, "decide", arguments)
+    except Stale:
+        return _item_response(request, identity, item, status=409, kept=kept, notice="stale", problems=problems,
+                              **again)
+    except Conflict as error:
+        notice = (error.issues or ["conflict"])[0]
+        return _item_response(request, identity, item, status=409, notice=notice)
+    except (NotAccepted, Invalid) as error:
+        return _item_response(request, identity, item, status=error.status, issues=error.issues or [error.message],
+                              problems=problems, kept=kept, **{**again, "seen": None})
+    except (Forbidden, NotFound) as error:
+        return refused(request, error)
+    _tell_decided(request, identity, item, decision, view)
+    return redirect("inbox")
+
+
+DONE_WORDS = {"completed": "Completed", "approved": "Approved", "rejected": "Rejected", "returned": "Returned",
+              "failed": "Failed the run at"}
+
+
+def _tell_decided(request, identity: Identity, item: WorkItem, decision: str, view: dict) -> None:
+    run = view["run"]
+    run_url = reverse("run", args=[run["id"]])
+    messages.success(request, format_html(
+        '{} “{}” in {} <a href="{}">{}</a>.', DONE_WORDS[decision], step_title(item.step.step_id),
+        run["process"], run_url, run["id"],
+    ))
+    group_ids = set(identity.user.process_groups.values_list("pk", flat=True))
+    for work in view["workItems"]:
+        assigned = work["assignedTo"]
+        mine = (assigned.get("person") == identity.email
+                or assigned.get("group") in {f"g_{pk}" for pk in group_ids}
+                or (assigned.get("group") == "operators" and identity.is_operator))
+        if mine:
+            messages.info(request, format_html(
+                'Next for you: <a href="{}">{}</a>.', reverse("item", args=[work["id"]]), step_title(work["stepId"])
+            ))
+
+
+# --- a run --------------------------------------------------------------------------------------
+
+
+def _taken(definition, rows: list[RunStep]) -> set[tuple[str, str]]:
+    """Return the map edges the run has gone along, from where each step's latest completion went."""
+    taken = set()
+    for row in rows:
+        step = definition[row.step_id]
+        if row.state in (StepState.DONE, StepState.FAILED) and row.went_to:
+            target = f"{JOIN}:{step.branch}" if row.went_to == JOIN else row.went_to
+            taken.add((row.step_id, target))
+        if step.kind == "parallel" and row.state in (StepState.WAITING, StepState.DONE):
+            taken.update((row.step_id, entry) for entry in step.entries)
+            if row.state == StepState.DONE and step.next:
+                taken.add((f"{JOIN}:{step.id}", step.next))
+    return taken
+
+
+def _run_response(request, identity: Identity, run_id: str, *, status: int = 200, cancel_issues=None,
+                  cancel_reason: str = ""):
+    try:
+        view = call_tool(identity, "get_run", {"runId": run_id})
+    except ToolError as error:
+        return refused(request, error)
+    run = Run.objects.select_related("version").get(pk=_pk(run_id, "r_"), organization=identity.organization)
+    definition = definition_for(run.version)
+    rows = list(RunStep.objects.filter(run=run))
+    items = list(WorkItem.objects.filter(run=run).select_related("step").order_by("created_at", "pk"))
+    claims = [row for row in rows if row.state == StepState.CLAIMED]
+    names = display.names_in_view(
+        identity.organization, view, extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items}
+    )
+    open_ids = {w["id"] for w in view["workItems"]}
+    decidable = {i.public_id for i in items if i.public_id in open_ids and may_decide(identity, i)}
+    svg = process_map(
+        definition,
+        states={s["id"]: s for s in view["steps"]},
+        taken=_taken(definition, rows),
+        title=f"Process map of {run.process_name} run {run.public_id}",
+    )
+    context = {
+        "identity": identity,
+        "view": view,
+        "run": view["run"],
+        "map": svg,
+        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision]),
+        "records": display.step_records(definition, view["data"]),
+        "files": display.file_names(identity.organization, display.file_refs(view["data"])),
+        "claims": claims,
+        "names": names,
+        "decidable": decidable,
+        "definition": definition,
+        "cancel": {"request_id": new_request_id(), "issues": cancel_issues or [], "reason": cancel_reason},
+        "nav": "runs",
+    }
+    return render(request, "work/run.html", context, status=status)
+
+
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def run_page(request, identity: Identity, run_id: str):
+    """Show a run: its map, timeline, open work and claims; operators may cancel it."""
+    _pk(run_id, "r_")
+    return _run_response(request, identity, run_id)
+
+
+@require_POST
+@person_page
+def cancel_run(request, identity: Identity, run_id: str):
+    """Cancel a run through the `cancel` tool (operators only, spec §3.5)."""
+    _pk(run_id, "r_")
+    reason = request.POST.get("reason", "").strip()
+    arguments = {"runId": run_id, "reason": reason, "requestId": request_id(request.POST.get("requestId"))}
+    try:
+        call_tool(identity, "cancel", arguments)
+    except (Invalid, Conflict) as error:
+        return _run_response(request, identity, run_id, status=error.status,
+                             cancel_issues=error.issues or [error.message], cancel_reason=reason)
+    except ToolError as error:
+        return refused(request, error)
+    messages.success(request, f"Run {run_id} is cancelled.")
+    return redirect("run", run_id=run_id)
+
+
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def runs_page(request, identity: Identity):
+    """List the organization's runs, newest first, through `list_runs`."""
+    arguments = {"limit": PAGE_SIZE}
+    for key in ("process", "state", "cursor"):
+        if request.GET.get(key):
+            arguments[key] = request.GET[key]
+    try:
+        data = call_tool(identity, "list_runs", arguments)
+    except Invalid:
+        return redirect("runs")
+    context = {"identity": identity, "items": data["items"], "next_cursor": data["nextCursor"],
+               "process": request.GET.get("process", ""), "state": request.GET.get("state", ""),
+               "states": ["active", "waiting", "ended", "cancelled"], "nav": "runs"}
+    return render(request, "work/runs.html", context)
