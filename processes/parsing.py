@@ -36,6 +36,9 @@ from yaml.parser import Parser
 from yaml.reader import Reader, ReaderError
 from yaml.scanner import Scanner
 
+from processes.wording import kind as _kind
+from processes.wording import show as _show
+
 MAX_DOCUMENT_BYTES = 1_048_576
 MAX_DEPTH = 32
 MAX_NODES = 50_000
@@ -61,7 +64,6 @@ _FLOAT_RE = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _INF_RE = re.compile(r"[-+]?(\.inf|\.Inf|\.INF)")
 _NAN_RE = re.compile(r"\.nan|\.NaN|\.NAN")
 
-_SHOWN_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -378,33 +380,3 @@ def _show_tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
 
 
-def _show(value: object) -> str:
-    """Quote a scalar briefly for an issue."""
-    if isinstance(value, str):
-        shown = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "…"
-        return f"'{shown}'"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and abs(value) >= 10**_SHOWN_CHARS:
-        # Python refuses to print integers of thousands of digits, and nobody wants to read them.
-        return f"a number of more than {_SHOWN_CHARS} digits"
-    if isinstance(value, int | float):
-        return str(value)
-    return _kind(value)
-
-
-def _kind(value: object) -> str:
-    """Name the kind of a value for an issue."""
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null" if value is None else type(value).__name__

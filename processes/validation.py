@@ -20,6 +20,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from processes.wording import kind as _kind
+from processes.wording import show as _show
+
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 STEP_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}\Z")
 DURATION_PATTERN = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
@@ -95,7 +98,6 @@ _MAX_DURATION_DIGITS = 12
 _SAFE_INTEGER = 2**53 - 1
 _MAX_NESTING = 100
 _MAX_VALUES = 1_000_000
-_SHOWN_CHARS = 40
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _MISSING = object()
 
@@ -1275,37 +1277,6 @@ def _child(parent: str, key: object) -> str:
     text = key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else _show(key)
     return f"{parent}.{text}" if parent else text
 
-
-def _show(value: object) -> str:
-    """Quote a value briefly for an issue."""
-    if isinstance(value, str):
-        shown = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "…"
-        return f"'{shown}'"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int) and abs(value) >= 10**_SHOWN_CHARS:
-        # Python refuses to print integers of thousands of digits, and nobody wants to read them.
-        return f"a number of more than {_SHOWN_CHARS} digits"
-    if isinstance(value, int | float):
-        return str(value)
-    return _kind(value)
-
-
-def _kind(value: object) -> str:
-    """Name the kind of a value for an issue."""
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null" if value is None else type(value).__name__
 
 
 def _and(words: tuple[str, ...] | list[str]) -> str:

@@ -948,7 +948,7 @@ def decide(
     pk = work_item_id[2:] if work_item_id.startswith("w_") else ""
     item = next((i for i in txn.open_items() if str(i.pk) == pk), None)
     if item is None:
-        if pk.isdigit() and WorkItem.objects.filter(pk=int(pk), run=txn.run).exists():
+        if pk.isdigit() and len(pk) < 16 and WorkItem.objects.filter(pk=int(pk), run=txn.run).exists():
             raise Conflict("This work item was already decided.", ["already_decided"])
         raise NotFound(f"Run {txn.run.public_id} has no work item '{work_item_id}'.")
     if snapshot != snapshot_of(txn.run.data):

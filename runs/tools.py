@@ -49,11 +49,30 @@ def _validator(tool: str) -> Draft202012Validator:
     return Draft202012Validator(argument_schema(tool))
 
 
+def nul_paths(value, path: str = "") -> list[str]:
+    """Name every string or key holding a NUL character, which no database column can store."""
+    found, stack = [], [(value, path)]
+    while stack:
+        current, where = stack.pop()
+        if isinstance(current, str):
+            if "\x00" in current:
+                found.append(where or "arguments")
+        elif isinstance(current, dict):
+            for key, child in current.items():
+                child_path = f"{where}.{key}" if where else str(key)
+                if "\x00" in key:
+                    found.append(child_path.replace("\x00", "\\u0000"))
+                stack.append((child, child_path))
+        elif isinstance(current, list):
+            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(current))
+    return sorted(found)
+
+
 def check_arguments(tool: str, arguments) -> None:
     """Refuse arguments that break the tool's contract, naming every problem (spec §6 rule 3)."""
     if not isinstance(arguments, dict):
         raise Invalid("Arguments must be a JSON object.", ["arguments: expected object"])
-    issues = []
+    issues = [f"{where}: text may not contain NUL (\\u0000) characters" for where in nul_paths(arguments)]
     for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         if error.validator == "additionalProperties":
@@ -177,7 +196,7 @@ def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> d
 
 
 def _run_pk(run_id: str) -> int:
-    if isinstance(run_id, str) and run_id.startswith("r_") and run_id[2:].isdigit() and len(run_id) < 20:
+    if isinstance(run_id, str) and run_id.startswith("r_") and run_id[2:].isdigit() and len(run_id) < 18:
         return int(run_id[2:])
     raise NotFound(f"No run '{run_id}' in this organization.")
 

@@ -105,3 +105,16 @@ def test_a_huge_base64_upload_is_refused_without_decoding(agent, size):
 def test_a_request_id_of_ten_kilobytes_is_refused(agent):
     error = agent.fails("start_run", "invalid", process="p", inputs={}, requestId="r" * 10240)
     assert any(issue.startswith("requestId:") for issue in error["issues"])
+
+
+def test_nul_characters_are_refused_on_every_database(publish, agent):
+    # PostgreSQL stores no NUL in text or jsonb; refused as `invalid` naming each place, never a 500.
+    publish(ONE_STEP)
+    error = agent.fails("start_run", "invalid", process="one\x00step", inputs={"ticket": "a\x00b", "k\x00": 1},
+                        requestId=rid())
+    assert error["issues"] == [
+        "inputs.k\\u0000: text may not contain NUL (\\u0000) characters",
+        "inputs.ticket: text may not contain NUL (\\u0000) characters",
+        "process: text may not contain NUL (\\u0000) characters",
+    ]
+    agent.fails("get_run", "not_found", runId="r_" + "9" * 30)

@@ -52,6 +52,13 @@ def assert_valid(name: str, instance) -> None:
     )
 
 
+# The REST status of each protocol error code (issue: the tools over REST).
+HTTP_STATUS = {
+    "invalid": 400, "not_accepted": 422, "stale": 409, "conflict": 409, "forbidden": 403, "not_found": 404,
+    "retry": 503,
+}
+
+
 class ToolCaller:
     """Call tools over REST as one identity; every answer is checked against the official schemas."""
 
@@ -79,6 +86,7 @@ class ToolCaller:
         status, body = self.raw(tool, **arguments)
         assert not body["ok"], f"{tool} unexpectedly succeeded"
         assert body["error"]["code"] == code, body["error"]
+        assert status == HTTP_STATUS[code], (tool, code, status)
         return body["error"]
 
     def write(self, tool: str, **arguments):

@@ -3,20 +3,9 @@
 import pytest
 
 from processes.definition import definition_for
-from tests.runs.conftest import ToolCaller, age, b64, rid
+from processes.management.commands.demo_data import CORE_FIXTURES
+from tests.runs.conftest import ToolCaller, age, b64
 
-CORE_FIXTURES = [
-    "blog-publication",
-    "contract-review",
-    "customer-offboarding",
-    "employee-onboarding",
-    "expense-reimbursement",
-    "incident-postmortem",
-    "invoice-approval",
-    "major-incident-response",
-    "supplier-rfp",
-    "support-escalation",
-]
 PERSON = "pat@example.com"
 SAMPLES = {
     "string": "text",

@@ -1,0 +1,35 @@
+"""How issues quote the values they are about (parsing and validation word them alike)."""
+
+SHOWN_CHARS = 40
+
+
+def show(value: object) -> str:
+    """Quote a value briefly for an issue."""
+    if isinstance(value, str):
+        shown = value if len(value) <= SHOWN_CHARS else value[:SHOWN_CHARS] + "…"
+        return f"'{shown}'"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int) and abs(value) >= 10**SHOWN_CHARS:
+        # Python refuses to print integers of thousands of digits, and nobody wants to read them.
+        return f"a number of more than {SHOWN_CHARS} digits"
+    if isinstance(value, int | float):
+        return str(value)
+    return kind(value)
+
+
+def kind(value: object) -> str:
+    """Name the kind of a value for an issue."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "null" if value is None else type(value).__name__
