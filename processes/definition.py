@@ -78,9 +78,6 @@ class Definition:
     def __getitem__(self, step_id: str) -> StepDef:
         return self.by_id[step_id]
 
-    def branch_steps(self, parallel_id: str) -> list[StepDef]:
-        return [step for step in self.steps if step.branch == parallel_id]
-
     def uses_initiator(self) -> bool:
         return any(step.person == "initiator" for step in self.steps)
 

@@ -8,9 +8,11 @@ is applied before `flush` returns, so the run view a write returns is already co
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import json
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -34,7 +36,7 @@ ACTIVE_STATES = (StepState.READY, StepState.CLAIMED, StepState.WAITING)
 # The only step-state changes the engine makes; None is "not currently reached" (spec §3.5).
 STEP_TRANSITIONS: dict[str | None, frozenset[str | None]] = {
     None: frozenset({StepState.READY, StepState.WAITING, StepState.DONE, StepState.FAILED}),
-    StepState.READY: frozenset({StepState.CLAIMED, StepState.CANCELLED, StepState.FAILED}),
+    StepState.READY: frozenset({StepState.CLAIMED, StepState.CANCELLED}),
     StepState.CLAIMED: frozenset({StepState.READY, StepState.DONE, StepState.WAITING, StepState.CANCELLED}),
     StepState.WAITING: frozenset(
         {StepState.DONE, StepState.READY, StepState.FAILED, StepState.CANCELLED, StepState.WAITING}
@@ -47,6 +49,13 @@ STEP_TRANSITIONS: dict[str | None, frozenset[str | None]] = {
 
 class IllegalTransition(Exception):
     """A bug: the engine tried a state change the transition table does not allow."""
+
+
+def public_pk(value, prefix: str) -> int | None:
+    """Return the database id an `r_…`/`w_…` id names, or None for anything else (ASCII digits, in range)."""
+    if isinstance(value, str) and re.fullmatch(rf"{prefix}_[0-9]{{1,17}}", value):
+        return int(value[len(prefix) + 1 :])
+    return None
 
 
 def iso(moment: dt.datetime | None) -> str | None:
@@ -233,8 +242,12 @@ STEP_COLUMNS = [name if name != "lease" else "lease_id" for name in STEP_FIELDS]
 
 
 def _remember(row: RunStep) -> RunStep:
-    """Keep the values as loaded, so a flush writes only what changed."""
-    row._saved = {name: getattr(row, name) for name in STEP_COLUMNS}
+    """Keep the values as loaded (JSON ones copied), so a flush writes only what changed."""
+    row._saved = {
+        name: copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+        for name in STEP_COLUMNS
+        for value in (getattr(row, name),)
+    }
     return row
 
 
@@ -283,6 +296,7 @@ def _expire_lease(txn: Txn, row: RunStep) -> None:
     set_state(txn, row, StepState.READY)
     if row.progress:
         row.handoff = {**(row.handoff or {}), "progress": row.progress}
+        row.progress = None  # handed off once; the next lease starts with no note of its own
     _clear_claim(row)
 
 
@@ -685,29 +699,31 @@ def renew(txn: Txn, row: RunStep, *, identity: Identity, progress: str | None) -
     return _issue_lease(txn, row, identity)
 
 
-def file_problems(identity: Identity, evidence: list[dict]) -> dict[str, str]:
-    """Verify file evidence: it exists in the organization and its bytes still match (spec §5)."""
+def verify_files(identity: Identity, evidence: list[dict]) -> tuple[dict[str, str], dict[str, str]]:
+    """Verify file evidence in one query: it exists in the organization and its bytes still match (spec §5).
+
+    Return the problem of each bad ref, and the recorded sha256 of each good one.
+    """
     refs = {item["ref"] for item in evidence if item["kind"] == "file"}
     if not refs:
-        return {}
+        return {}, {}
     found = {u.public_id: u for u in Upload.objects.filter(organization=identity.organization, public_id__in=refs)}
-    problems = {}
+    problems, hashes = {}, {}
     for ref in refs:
         upload = found.get(ref)
         if upload is None:
             problems[ref] = FILE_NOT_FOUND
         elif hashlib.sha256(bytes(upload.content)).hexdigest() != upload.sha256:
             problems[ref] = FILE_CHANGED
-    return problems
+        else:
+            hashes[ref] = upload.sha256
+    return problems, hashes
 
 
-def recorded_evidence(identity: Identity, evidence: list[dict]) -> list[dict]:
-    refs = [item["ref"] for item in evidence if item["kind"] == "file"]
-    hashes = dict(
-        Upload.objects.filter(organization=identity.organization, public_id__in=refs).values_list("public_id", "sha256")
-    ) if refs else {}
+def recorded_evidence(evidence: list[dict], hashes: dict[str, str]) -> list[dict]:
+    """Evidence as run data keeps it: file items carry the hash recorded at upload."""
     return [
-        {"kind": item["kind"], "ref": item["ref"], "sha256": hashes[item["ref"]]}
+        {"kind": "file", "ref": item["ref"], "sha256": hashes[item["ref"]]}
         if item["kind"] == "file"
         else {"kind": item["kind"], "ref": item["ref"]}
         for item in evidence
@@ -728,6 +744,7 @@ def accept(
 ) -> dict:
     """Check a submission under every rule of spec §6 rule 3; return the record to store, or raise."""
     step = txn.definition[row.step_id]
+    problems, hashes = verify_files(identity, evidence)
     issues = check_submission(
         step,
         output=output,
@@ -736,9 +753,9 @@ def accept(
         next_step=next_step,
         reason=reason,
         require_summary=require_summary,
-        file_problems=file_problems(identity, evidence),
+        file_problems=problems,
     )
-    record: dict = {"output": output, "evidence": recorded_evidence(identity, evidence) if not issues else evidence}
+    record: dict = {"output": output, "evidence": recorded_evidence(evidence, hashes) if not issues else evidence}
     if summary is not None and summary.strip():
         record["summary"] = summary
     if step.routes and next_step is not None:
@@ -945,10 +962,10 @@ def decide(
     """Apply a person's decision, checked in the order tools.md gives (decide); `answered` is a task's check."""
     from work.models import WorkItem
 
-    pk = work_item_id[2:] if work_item_id.startswith("w_") else ""
-    item = next((i for i in txn.open_items() if str(i.pk) == pk), None)
+    pk = public_pk(work_item_id, "w")
+    item = next((i for i in txn.open_items() if i.pk == pk), None) if pk is not None else None
     if item is None:
-        if pk.isdigit() and len(pk) < 16 and WorkItem.objects.filter(pk=int(pk), run=txn.run).exists():
+        if pk is not None and WorkItem.objects.filter(pk=pk, run=txn.run).exists():
             raise Conflict("This work item was already decided.", ["already_decided"])
         raise NotFound(f"Run {txn.run.public_id} has no work item '{work_item_id}'.")
     if snapshot != snapshot_of(txn.run.data):
@@ -976,7 +993,8 @@ def decide(
     if decision == "completed":
         if output is None and (item.escalation or {}).get("candidate"):
             candidate = item.escalation["candidate"]
-            output, evidence = candidate.get("output", {}), candidate.get("evidence", [])
+            output = candidate.get("output", {})
+            evidence = evidence if evidence is not None else candidate.get("evidence", [])
             summary = summary if summary is not None else candidate.get("summary")
             next_step = next_step if next_step is not None else candidate.get("next")
             reason = reason if reason is not None else candidate.get("reason")
@@ -998,7 +1016,10 @@ def decide(
         submit(txn, row, identity=identity, record=record, verdict=verdict)
     elif decision == "approved":
         _close_items(txn, row, decision, by)
-        complete(txn, row, {"decision": "approved", "by": by, "at": iso(txn.now)}, txn.definition[row.step_id].next)
+        record = {"decision": "approved", "by": by, "at": iso(txn.now)}
+        if (note or "").strip():
+            record["note"] = note
+        complete(txn, row, record, txn.definition[row.step_id].next)
     elif decision == "rejected":
         _close_items(txn, row, decision, by)
         reject(txn, row, note=note, by=by)

@@ -84,10 +84,10 @@ def run_summary(run: Run) -> dict:
     }
 
 
-def run_view(run: Run, definition: Definition, rows: list[RunStep], items: list, rows_by_pk=None) -> dict:
+def run_view(run: Run, definition: Definition, rows: list[RunStep], items: list) -> dict:
     """The run view of tools.md: run, data, steps, open work items and the body; never a token."""
     snapshot = snapshot_of(run.data)
-    by_pk = rows_by_pk or {row.pk: row for row in rows}
+    by_pk = {row.pk: row for row in rows}
     ordered = sorted(rows, key=lambda row: row.position)
     return {
         "run": run_summary(run),

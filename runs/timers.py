@@ -18,7 +18,9 @@ from .models import Run
 log = logging.getLogger(__name__)
 
 
-def _catch_up_one(run_id: int, now) -> bool:
+def _catch_up_one(run_id: int) -> bool:
+    # Each run's own clock: a run caught up after others must not be stamped with an earlier time.
+    now = timezone.now()
     with transaction.atomic():
         locked = Run.objects.select_for_update(skip_locked=True).filter(pk=run_id, wake_at__lte=now)
         if connection.features.has_select_for_update_skip_locked and not locked.exists():
@@ -39,15 +41,19 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
     changed = 0
     for run_id in list(due.order_by("wake_at").values_list("pk", flat=True)[:limit]):
         try:
-            changed += _catch_up_one(run_id, now)
+            changed += _catch_up_one(run_id)
         except OperationalError:
             log.warning("catch-up of run %s deferred: database busy", run_id)
     return changed
 
 
 def sweep(*, limit: int = 500) -> int:
-    """Catch up every organization's due runs; what Celery beat schedules."""
-    return catch_up(limit=limit)
+    """Catch up every organization's due runs and send the email still owed; what Celery beat schedules."""
+    from work.notifications import send_pending_email
+
+    changed = catch_up(limit=limit)
+    send_pending_email()
+    return changed
 
 
 def start_sweeper(interval: float) -> threading.Thread:

@@ -12,12 +12,13 @@ import datetime as dt
 import functools
 import hashlib
 import json
+import math
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
@@ -32,6 +33,7 @@ from processes.validation import STEP_ID_PATTERN
 from . import checks, engine, leases, presenting, timers
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import Event, IdempotencyRecord, Lease, Run, RunStep, StepState, Upload
+from .parsers import MAX_DEPTH
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
 WRITE_TOOLS = frozenset(
@@ -49,22 +51,31 @@ def _validator(tool: str) -> Draft202012Validator:
     return Draft202012Validator(argument_schema(tool))
 
 
-def nul_paths(value, path: str = "") -> list[str]:
-    """Name every string or key holding a NUL character, which no database column can store."""
-    found, stack = [], [(value, path)]
+def unstorable(value, path: str = "") -> list[str]:
+    """Name every place no database can store: NUL characters, NaN or infinite numbers, deep nesting."""
+    found, stack = [], [(value, path, 1)]
     while stack:
-        current, where = stack.pop()
+        current, where, depth = stack.pop()
+        here = where or "arguments"
         if isinstance(current, str):
             if "\x00" in current:
-                found.append(where or "arguments")
-        elif isinstance(current, dict):
-            for key, child in current.items():
-                child_path = f"{where}.{key}" if where else str(key)
-                if "\x00" in key:
-                    found.append(child_path.replace("\x00", "\\u0000"))
-                stack.append((child, child_path))
-        elif isinstance(current, list):
-            stack.extend((child, f"{where}[{index}]") for index, child in enumerate(current))
+                found.append(f"{here}: text may not contain NUL (\\u0000) characters")
+        elif isinstance(current, float):
+            if not math.isfinite(current):
+                found.append(f"{here}: not a finite number")
+        elif isinstance(current, (dict, list)):
+            if depth > MAX_DEPTH:
+                found.append(f"{here}: nests deeper than {MAX_DEPTH} levels")
+                continue
+            if isinstance(current, dict):
+                for key, child in current.items():
+                    child_path = f"{where}.{key}" if where else str(key)
+                    if "\x00" in key:
+                        child_path = child_path.replace("\x00", "\\u0000")
+                        found.append(f"{child_path}: text may not contain NUL (\\u0000) characters")
+                    stack.append((child, child_path, depth + 1))
+            else:
+                stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(current))
     return sorted(found)
 
 
@@ -72,7 +83,7 @@ def check_arguments(tool: str, arguments) -> None:
     """Refuse arguments that break the tool's contract, naming every problem (spec §6 rule 3)."""
     if not isinstance(arguments, dict):
         raise Invalid("Arguments must be a JSON object.", ["arguments: expected object"])
-    issues = [f"{where}: text may not contain NUL (\\u0000) characters" for where in nul_paths(arguments)]
+    issues = unstorable(arguments)
     for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         if error.validator == "additionalProperties":
@@ -196,9 +207,10 @@ def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> d
 
 
 def _run_pk(run_id: str) -> int:
-    if isinstance(run_id, str) and run_id.startswith("r_") and run_id[2:].isdigit() and len(run_id) < 18:
-        return int(run_id[2:])
-    raise NotFound(f"No run '{run_id}' in this organization.")
+    pk = engine.public_pk(run_id, "r")
+    if pk is None:
+        raise NotFound(f"No run '{run_id}' in this organization.")
+    return pk
 
 
 def _locked(write: _Write, run_id: str) -> engine.Txn:
@@ -228,9 +240,19 @@ def _uncursor(cursor: str | None, size: int) -> list | None:
         values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (ValueError, binascii.Error):
         values = None
-    if not isinstance(values, list) or len(values) != size:
+    if not isinstance(values, list) or len(values) != size or not _cursor_values_fit(values):
         raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"])
     return values
+
+
+def _cursor_values_fit(values: list) -> bool:
+    """A cursor holds names, ISO times and ids; anything else did not come from this server."""
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return False
+        if isinstance(value, int) and not 0 <= value < 2**62:
+            return False
+    return True
 
 
 def _parse_time(value) -> dt.datetime:
@@ -238,6 +260,21 @@ def _parse_time(value) -> dt.datetime:
         return dt.datetime.fromisoformat(value)
     except (TypeError, ValueError) as exc:
         raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"]) from exc
+
+
+def encode_cursor(moment: dt.datetime, pk: int) -> str:
+    """A page's end as an opaque cursor: the ordering time and the id that breaks ties."""
+    return _cursor([moment.isoformat(), pk])
+
+
+def cursor_after(cursor: str | None) -> tuple[dt.datetime, int] | None:
+    """Read a cursor made by encode_cursor, or refuse it as `invalid`."""
+    values = _uncursor(cursor, 2)
+    if values is None:
+        return None
+    if not isinstance(values[0], str) or not isinstance(values[1], int):
+        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"])
+    return _parse_time(values[0]), values[1]
 
 
 # --- reads --------------------------------------------------------------------------------------
@@ -286,17 +323,23 @@ def get_run(identity: Identity, arguments: dict) -> dict:
     from work.models import WorkItem, WorkItemState
 
     pk = _run_pk(arguments["runId"])
-    run = Run.objects.select_related("version").filter(pk=pk, organization=identity.organization).first()
-    if run is None:
-        raise NotFound(f"No run '{arguments['runId']}' in this organization.")
-    if run.wake_at is not None and run.wake_at <= timezone.now():
-        with transaction.atomic():
-            txn = engine.load_for_write(pk)
-            engine.flush(txn)
-            return _view(txn)
-    rows = list(RunStep.objects.filter(run=run))
-    items = list(WorkItem.objects.filter(run=run, state=WorkItemState.OPEN))
-    return presenting.run_view(run, definition_for(run.version), rows, items)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # One snapshot for the run, its steps and its items, so the view's snapshot matches its items.
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        run = Run.objects.select_related("version").filter(pk=pk, organization=identity.organization).first()
+        if run is None:
+            raise NotFound(f"No run '{arguments['runId']}' in this organization.")
+        if run.wake_at is None or run.wake_at > timezone.now():
+            rows = list(RunStep.objects.filter(run=run))
+            items = list(WorkItem.objects.filter(run=run, state=WorkItemState.OPEN))
+            return presenting.run_view(run, definition_for(run.version), rows, items)
+    # Time has changed this run: catch it up under its lock, as a write would, and show the result.
+    with transaction.atomic():
+        txn = engine.load_for_write(pk)
+        engine.flush(txn)
+        return _view(txn)
 
 
 def get_work(identity: Identity, arguments: dict) -> dict:
@@ -311,14 +354,14 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     ).select_related("run__version")
     if arguments.get("process"):
         rows = rows.filter(run__process_name=arguments["process"])
-    after = _uncursor(arguments.get("cursor"), 2)
+    after = cursor_after(arguments.get("cursor"))
     if after:
-        since = _parse_time(after[0])
-        rows = rows.filter(Q(ready_since__gt=since) | Q(ready_since=since, pk__gt=after[1]))
+        since, pk = after
+        rows = rows.filter(Q(ready_since__gt=since) | Q(ready_since=since, pk__gt=pk))
     page = list(rows.order_by("ready_since", "pk")[: limit + 1])
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None
-    return {"items": items, "nextCursor": _cursor([last.ready_since.isoformat(), last.pk]) if last else None}
+    return {"items": items, "nextCursor": encode_cursor(last.ready_since, last.pk) if last else None}
 
 
 def list_runs(identity: Identity, arguments: dict) -> dict:
@@ -332,10 +375,10 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
     for index, (name, value) in enumerate(sorted((arguments.get("inputs") or {}).items())):
         alias = f"input_{index}"
         runs = runs.annotate(**{alias: KeyTransform(name, KeyTransform("inputs", "data"))}).filter(**{alias: value})
-    after = _uncursor(arguments.get("cursor"), 2)
+    after = cursor_after(arguments.get("cursor"))
     if after:
-        since = _parse_time(after[0])
-        runs = runs.filter(Q(started_at__lt=since) | Q(started_at=since, pk__lt=after[1]))
+        since, pk = after
+        runs = runs.filter(Q(started_at__lt=since) | Q(started_at=since, pk__lt=pk))
     page = list(runs.order_by("-started_at", "-pk")[: limit + 1])
     items = [
         {
@@ -351,7 +394,7 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
         for run in page[:limit]
     ]
     last = page[limit - 1] if len(page) > limit else None
-    return {"items": items, "nextCursor": _cursor([last.started_at.isoformat(), last.pk]) if last else None}
+    return {"items": items, "nextCursor": encode_cursor(last.started_at, last.pk) if last else None}
 
 
 # --- writes -------------------------------------------------------------------------------------
@@ -372,7 +415,7 @@ def start_run(identity: Identity, arguments: dict) -> dict:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
         definition = definition_for(version)
-        if identity.is_agent and identity.user is None and definition.uses_initiator():
+        if identity.is_agent and definition.uses_initiator():
             raise Invalid(
                 "This process assigns a step to its initiator, and an agent cannot be one.",
                 ["process: has a step assigned to initiator; start it as a person"],

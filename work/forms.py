@@ -207,7 +207,7 @@ def _read_one(control: Control):
         for raw in control.values:
             try:
                 chosen.append(json.loads(raw))
-            except ValueError:
+            except (ValueError, RecursionError):
                 chosen.append(raw)
         return bool(chosen) or control.required, chosen, None
     if widget in ("select", "yesno"):
@@ -215,7 +215,7 @@ def _read_one(control: Control):
             return False, None, None
         try:
             return True, json.loads(text), None
-        except ValueError:
+        except (ValueError, RecursionError):
             return True, text, None
     if widget == "lines":
         lines = [line.strip() for line in control.value.splitlines() if line.strip()]
@@ -242,7 +242,7 @@ def _read_one(control: Control):
     if widget == "json":
         try:
             return True, json.loads(text), None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             return True, text, f"not valid JSON ({exc.args[0].split(':')[0]})"
     if widget == "datetime":
         stamp = text if len(text) > 16 else f"{text}:00"

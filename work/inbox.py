@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 from django.db.models import Count, Q
 
 from accounts.identity import Identity
 from processes.definition import definition_for
 from runs import presenting
 from runs.engine import snapshot_of
-from runs.errors import Invalid
 from runs.models import RunStep, StepState
 
 from .models import Notification, WorkItem, WorkItemState
@@ -34,12 +30,12 @@ def person_work(identity: Identity, *, limit: int, cursor: str | None, process: 
     items = assigned_items(identity).select_related("run__version", "step")
     if process:
         items = items.filter(run__process_name=process)
-    if cursor is not None:
-        try:
-            after = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-            items = items.filter(pk__gt=int(after[0]))
-        except (ValueError, TypeError, IndexError, KeyError) as exc:
-            raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"]) from exc
+    from runs.tools import cursor_after, encode_cursor
+
+    after = cursor_after(cursor)
+    if after is not None:
+        since, pk = after
+        items = items.filter(Q(created_at__gt=since) | Q(created_at=since, pk__gt=pk))
     page = list(items.order_by("created_at", "pk")[: limit + 1])
     snapshots: dict[int, str] = {}
     entries = []
@@ -55,10 +51,8 @@ def person_work(identity: Identity, *, limit: int, cursor: str | None, process: 
                 "workItem": presenting.work_item(run, definition_for(run.version), item, item.step, snapshot),
             }
         )
-    next_cursor = None
-    if len(page) > limit:
-        next_cursor = base64.urlsafe_b64encode(json.dumps([page[limit - 1].pk]).encode()).decode().rstrip("=")
-    return {"items": entries, "nextCursor": next_cursor}
+    last = page[limit - 1] if len(page) > limit else None
+    return {"items": entries, "nextCursor": encode_cursor(last.created_at, last.pk) if last else None}
 
 
 # --- the inbox page -------------------------------------------------------------------------------

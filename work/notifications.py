@@ -25,7 +25,10 @@ def overdue_recipients(*, run, row, step) -> tuple[list[User], WorkItem | None]:
     people: dict[int, User] = {}
     if item is not None and not item.for_operators:
         if item.assigned_group is not None:
-            people.update({u.pk: u for u in item.assigned_group.members.filter(is_active=True)})
+            members = item.assigned_group.members.filter(
+                is_active=True, membership__organization_id=run.organization_id
+            )  # a person who moved to another organization keeps no notices of this one
+            people.update({u.pk: u for u in members})
         elif item.assigned_user is not None:
             people[item.assigned_user.pk] = item.assigned_user
     operators = User.objects.filter(
@@ -56,12 +59,17 @@ def record_overdue(*, run, row, step, now) -> None:
     )
 
 
-def send_pending_email(*, run_id: int) -> int:
-    """Send the emails owed for one run's notices; each is claimed before sending so it goes once."""
+def send_pending_email(*, run_id: int | None = None, limit: int = 500) -> int:
+    """Send the emails owed for one run's notices (or any run's, from the sweep); each goes once.
+
+    A notice is claimed before its email is sent, so two senders never both send it; a send that
+    fails gives the claim back, and the sweep picks up whatever a crash left owed.
+    """
     sent = 0
-    pending = list(
-        Notification.objects.filter(run_id=run_id, email_pending=True).select_related("user", "run", "work_item")
-    )
+    owed = Notification.objects.filter(email_pending=True)
+    if run_id is not None:
+        owed = owed.filter(run_id=run_id)
+    pending = list(owed.select_related("user", "run", "work_item").order_by("pk")[:limit])
     for notice in pending:
         with transaction.atomic():
             claimed = Notification.objects.filter(pk=notice.pk, email_pending=True).update(email_pending=False)
@@ -76,7 +84,8 @@ def send_pending_email(*, run_id: int) -> int:
             )
             sent += 1
         except Exception:
-            log.exception("overdue email to %s failed", notice.user.email)
+            log.exception("overdue email to %s failed; it stays owed", notice.user.email)
+            Notification.objects.filter(pk=notice.pk).update(email_pending=True)
     return sent
 
 

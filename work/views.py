@@ -307,7 +307,7 @@ def _evidence(request, identity: Identity, rid: str) -> tuple[list[dict], list[s
         }
         try:
             kept.append(call_tool(identity, "upload", arguments)["id"])
-        except Invalid as error:
+        except ToolError as error:  # too large, or this form's requestId reused for another file
             issues.extend(f"evidence: {upload.name}: {issue}" for issue in error.issues or [error.message])
     links = [line.strip() for line in request.POST.get("links", "").splitlines() if line.strip()]
     evidence = [{"kind": "file", "ref": ref} for ref in dict.fromkeys(kept)]
@@ -365,6 +365,9 @@ def _decide(request, identity: Identity, item: WorkItem):
                               problems=problems, kept=kept, **{**again, "seen": None})
     except (Forbidden, NotFound) as error:
         return refused(request, error)
+    except ToolError as error:  # `retry`: the database or a check's evaluator is briefly unavailable
+        return _item_response(request, identity, item, status=error.status, issues=[error.message],
+                              problems=problems, kept=kept, **{**again, "seen": None})
     _tell_decided(request, identity, item, decision, view)
     return redirect("inbox")
 
@@ -383,7 +386,7 @@ def _tell_decided(request, identity: Identity, item: WorkItem, decision: str, vi
     group_ids = set(identity.user.process_groups.values_list("pk", flat=True))
     for work in view["workItems"]:
         assigned = work["assignedTo"]
-        mine = (assigned.get("person") == identity.email
+        mine = ((assigned.get("person") or "").lower() == (identity.email or "").lower()
                 or assigned.get("group") in {f"g_{pk}" for pk in group_ids}
                 or (assigned.get("group") == "operators" and identity.is_operator))
         if mine:

@@ -299,3 +299,38 @@ def test_cancel_by_an_operator_ends_everything(review, agent, person_caller):
     ):
         caller = operator if tool == "cancel" else agent
         assert caller.fails(tool, "conflict", requestId=rid(), **args)["issues"] == ["run_ended"]
+
+
+def test_a_persons_bearer_token_is_an_agent_and_cannot_start_an_initiator_process(publish, make_person):
+    # spec §3.4 and §6 rule 4: a token issued to a client is an agent identity, even for a person
+    from accounts.identity import AGENT, Identity
+
+    publish("expense-reimbursement")
+    person = make_person("emp@example.com")
+    via_token = ToolCaller(Identity(organization=person.organization, kind=AGENT, ref=person.ref, user=person.user,
+                                    via_client=True))
+    error = via_token.fails("start_run", "invalid", process="expense-reimbursement",
+                            inputs={"claimId": "C1", "manager": "m@example.com"}, requestId=rid())
+    assert "initiator" in error["message"]
+
+
+def test_unicode_digits_and_huge_ids_are_not_found(review, agent, person_caller):
+    owner = person_caller("owner@example.com")
+    view = drafted(agent, "owner@example.com")
+    agent.fails("get_run", "not_found", runId="r_²")
+    owner.fails("decide", "not_found", runId=view["run"]["id"], workItemId="w_²", snapshot="s", decision="failed",
+                note="n", requestId=rid())
+    owner.fails("decide", "not_found", runId=view["run"]["id"], workItemId="w_" + "9" * 40, snapshot="s",
+                decision="failed", note="n", requestId=rid())
+
+
+def test_crafted_cursors_are_invalid(agent, person_caller):
+    import base64
+    import json
+
+    person = person_caller("p@example.com")
+    for values in (["x", "y"], [{}, 1], ["2026-01-01T00:00:00+00:00", "x"], [1e300, 1], ["2026-01-01T00:00:00Z", 2**70]):
+        cursor = base64.urlsafe_b64encode(json.dumps(values).encode()).decode()
+        agent.fails("get_work", "invalid", cursor=cursor)
+        agent.fails("list_runs", "invalid", cursor=cursor)
+        person.fails("get_work", "invalid", cursor=cursor)
