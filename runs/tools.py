@@ -323,8 +323,9 @@ def get_run(identity: Identity, arguments: dict) -> dict:
     from work.models import WorkItem, WorkItemState
 
     pk = _run_pk(arguments["runId"])
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and outermost:
             # One snapshot for the run, its steps and its items, so the view's snapshot matches its items.
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
