@@ -1,14 +1,25 @@
 """Shared fixtures: organizations, people, and publishing a process with every role bound."""
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from accounts.models import DEFAULT_ORGANIZATION, Group, Membership, Organization, User
 from processes import parsing, publishing, validation
 from processes.management.commands.demo_data import CORE_FIXTURES, PROFILE_FIXTURES, find_fixtures
 
 FIXTURES_DIR = find_fixtures()
+
+# CI replays the same generated examples every time (a found bug reproduces, nothing flickers);
+# run with HYPOTHESIS_PROFILE=explore to search new ones.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+hypothesis_settings.register_profile("explore", max_examples=1000)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    hypothesis_settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+elif os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 def fixture_path(name: str) -> Path:
