@@ -143,7 +143,11 @@ def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
 
 
 def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
-    return IdempotencyRecord.objects.filter(organization=identity.organization, request_id=request_id).first()
+    found = list(IdempotencyRecord.objects.raw(
+        f"SELECT * FROM {IdempotencyRecord._meta.db_table} WHERE organization_id = %s AND request_id = %s",
+        [identity.organization.pk, request_id],
+    ))
+    return found[0] if found else None
 
 
 def _replay(record: IdempotencyRecord, write: _Write) -> dict:
