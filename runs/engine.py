@@ -699,8 +699,13 @@ def lease_for_token(token: str, identity: Identity) -> Lease:
     lease_id = leases.lease_id_from(token)
     lease = None
     if lease_id is not None:
-        lease = Lease.objects.select_related("step").filter(public_id=lease_id).first()
-    if lease is None or lease.step.organization_id != identity.organization.pk:
+        found = list(Lease.objects.raw(
+            f"SELECT lease.*, step.organization_id AS step_organization_id FROM {Lease._meta.db_table} lease"
+            f" JOIN {RunStep._meta.db_table} step ON step.id = lease.step_id WHERE lease.public_id = %s",
+            [lease_id],
+        ))
+        lease = found[0] if found else None
+    if lease is None or lease.step_organization_id != identity.organization.pk:
         raise Invalid("The token does not verify.", ["token: does not verify"])
     return lease
 
