@@ -15,7 +15,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from processes.capabilities import TOOLS
 
 from . import files
-from .errors import Invalid, Retry, ToolError
+from .errors import Invalid, ToolError, database_unavailable
 from .tools import call_tool
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ def exception_handler(exc, context):
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The database is unreachable, even before the tool ran (the bearer-token check): a transient state.
         log.warning("%s: database unavailable: %s", context["request"].path, exc)
-        error = Retry("The database is briefly unavailable; retry with the same requestId.")
+        error = database_unavailable()
         return envelope_error(error.as_error(), error.status)
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         response = drf_exception_handler(exc, context)
@@ -78,10 +78,6 @@ class ToolView(APIView):
             except RequestDataTooBig as exc:
                 raise Invalid("The request body is larger than this server accepts.", ["body: too large"]) from exc
             data = call_tool(identity, tool, arguments)
-        except (OperationalError, InterfaceError) as exc:
-            log.warning("tool %s: database unavailable: %s", tool, exc)
-            error = Retry("The database is briefly unavailable; retry with the same requestId.")
-            return envelope_error(error.as_error(), error.status)
         finally:
             files.base_url.reset(token)
         return Response({"ok": True, "data": data}, status=status.HTTP_200_OK)

@@ -56,3 +56,7 @@ class Retry(ToolError):
 
 def run_ended() -> Conflict:
     return Conflict("The run has ended; nothing more can be written to it.", ["run_ended"])
+
+
+def database_unavailable() -> Retry:
+    return Retry("The database is briefly unavailable; retry with the same requestId.")

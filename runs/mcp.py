@@ -34,9 +34,9 @@ from accounts.oauth import (
 from processes.capabilities import TOOLS
 
 from . import files
-from .errors import Invalid, Retry, ToolError
+from .errors import Invalid, ToolError, database_unavailable
 from .mcp_tools import INSTRUCTIONS, tool_definitions
-from .parsers import MAX_DEPTH, depth_exceeds
+from .parsers import MAX_DEPTH, depth_exceeds, refuse_constant
 from .tools import call_tool
 
 log = logging.getLogger(__name__)
@@ -187,10 +187,6 @@ def _accepts_json(request: HttpRequest) -> bool:
     return bool(media_types & {"application/json", "application/*", "*/*"})
 
 
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _parse(request: HttpRequest):
     """Return the decoded JSON body, or raise RpcError (the message has no id yet)."""
     try:
@@ -201,7 +197,7 @@ def _parse(request: HttpRequest):
         ) from None
     try:
         # NaN and Infinity are not JSON; the REST door refuses them too.
-        return json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+        return json.loads(body.decode("utf-8"), parse_constant=refuse_constant)
     except (ValueError, RecursionError) as exc:
         message = f"Parse error: the body is not valid JSON ({str(exc)[:200]})."
         raise RpcError(PARSE_ERROR, message, status=400) from None
@@ -354,8 +350,7 @@ def _envelope(request: HttpRequest, identity: Identity, tool: str, arguments) ->
         return {"ok": False, "error": error.as_error()}
     except (OperationalError, InterfaceError) as exc:
         log.warning("mcp tool %s: database unavailable: %s", tool, exc)
-        retry = Retry("The database is briefly unavailable; retry with the same requestId.")
-        return {"ok": False, "error": retry.as_error()}
+        return {"ok": False, "error": database_unavailable().as_error()}
     finally:
         files.base_url.reset(token)
 

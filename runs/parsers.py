@@ -11,7 +11,8 @@ from rest_framework.parsers import JSONParser
 MAX_DEPTH = 64
 
 
-def _refuse_constant(name: str):
+def refuse_constant(name: str):
+    """Refuse NaN and Infinity, which json.loads would otherwise accept."""
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -46,7 +47,7 @@ class StrictJSONParser(JSONParser):
             if len(raw) > limit:
                 raise exceptions.ParseError("The request body is larger than this server accepts.")
             text = raw.decode("utf-8")
-            value = json.loads(text, parse_constant=_refuse_constant)
+            value = json.loads(text, parse_constant=refuse_constant)
         except RequestDataTooBig as exc:
             raise exceptions.ParseError("The request body is larger than this server accepts.") from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
