@@ -9,12 +9,14 @@ from allauth.idp.oidc.adapter import DefaultOIDCAdapter, get_adapter
 from allauth.idp.oidc.models import Client, Token
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.http import HttpRequest
 from django.urls import get_script_prefix
+from django.utils import timezone
 
 from accounts.identity import AGENT, Identity
-from accounts.models import Agent, Organization, User
+from accounts.models import Agent, Membership, Organization, User
+from config import sql
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
 API_SCOPE = "agentprocess"
@@ -134,28 +136,55 @@ def _person_identity(user: User) -> Identity | None:
     )
 
 
+def _token_sql() -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT t.client_id, t.data, {sql.columns(Agent, 'a')}, {sql.columns(User, 'u')}, "
+        f"{sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
+        f"FROM {quote(Token._meta.db_table)} t "
+        f"LEFT JOIN {quote(Agent._meta.db_table)} a ON t.user_id IS NULL AND a.client_id = t.client_id AND a.is_active = %s "
+        f"LEFT JOIN {quote(User._meta.db_table)} u ON u.id = t.user_id "
+        f"LEFT JOIN {quote(Membership._meta.db_table)} m ON m.user_id = u.id "
+        f"LEFT JOIN {quote(Organization._meta.db_table)} o ON o.id = COALESCE(a.organization_id, m.organization_id) "
+        "WHERE t.type = %s AND t.hash = %s AND (t.expires_at IS NULL OR t.expires_at > %s)"
+    )
+
+
+def _split(row, *models):
+    """Cut a row of consecutive `sql.columns` blocks into one instance (or None) per model."""
+    out, at = [], 0
+    for model in models:
+        width = len(model._meta.concrete_fields)
+        out.append(sql.build(model, row[at:at + width]))
+        at += width
+    return out
+
+
 def identity_for_token(raw_token: str, *, resource: str | None = None) -> Identity | None:
     """Return the identity an access token stands for, or None when it is unknown, expired or unusable."""
     if not raw_token:
         return None
-    token = (
-        Token.objects.valid()
-        .filter(type=Token.Type.ACCESS_TOKEN, hash=get_adapter().hash_token(raw_token))
-        .select_related("user__membership__organization")
-        .first()
-    )
-    if token is None or token.client_id is None:
+    # Every tool call starts here: one plain-SQL join from the token's hash to its caller and organization.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _token_sql(), [True, Token.Type.ACCESS_TOKEN, get_adapter().hash_token(raw_token), timezone.now()]
+        )
+        row = cursor.fetchone()
+    if row is None or row[0] is None:
         return None
     # `resource` is the URL being called: a token issued for named resources (RFC 8707) is good only
     # where one of them is, or contains, that URL; a token that names none is good anywhere here.
-    granted = token.get_resources()
+    granted = Token(data=sql.field_value(Token, "data", row[1])).get_resources()
     if resource is not None and granted and not any(_covers(g, resource) for g in granted):
         return None
-    if token.user_id is not None:
-        return _person_identity(token.user)
-    agent = (
-        Agent.objects.select_related("organization").filter(client_id=token.client_id, is_active=True).first()
-    )
+    agent, user, membership, organization = _split(row[2:], Agent, User, Membership, Organization)
+    if user is not None:
+        if membership is None:
+            return None  # a person in no organization calls nothing
+        membership.organization = organization
+        user.membership = membership
+        return _person_identity(user)
     if agent is None:
         return None
+    agent.organization = organization
     return Identity.for_agent(agent)

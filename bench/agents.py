@@ -12,6 +12,7 @@ The load generator runs on the same machine as the server, so it takes some of t
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -26,7 +27,9 @@ from bench.common import (
     Server,
     ToolFailed,
     client_credentials_token,
+    cpu_seconds,
     latency_table,
+    postgres_pids,
     recreate_database,
     setup_django,
 )
@@ -133,8 +136,11 @@ LOOPS = {"one-step": one_step_loop, "five-step": five_step_loop, "floor": floor_
 
 def drive_threads(port: int, tokens: list[str], scenario: str, stop: float) -> tuple[dict, dict]:
     """Run one thread per token until `stop` (a time.monotonic() deadline shared by every process)."""
+    import resource
+
     latencies: dict[str, list[float]] = {}
     lock = threading.Lock()
+    before = resource.getrusage(resource.RUSAGE_SELF)
     counts = {"runs": 0, "errors": 0}
 
     def worker(token: str):
@@ -157,6 +163,8 @@ def drive_threads(port: int, tokens: list[str], scenario: str, stop: float) -> t
         thread.start()
     for thread in threads:
         thread.join()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    counts["cpu"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return latencies, counts
 
 
@@ -168,7 +176,8 @@ def drive(server: Server, tokens: list[str], scenario: str, seconds: float, proc
     stop = started + seconds
     shares = [tokens[i::processes] for i in range(processes)]
     latencies: dict[str, list[float]] = {}
-    counts = {"runs": 0, "errors": 0}
+    counts = {"runs": 0, "errors": 0, "cpu": 0.0}
+    cpu_before = {"server": cpu_seconds(server.worker_pids()), "database": cpu_seconds(postgres_pids())}
     with ProcessPoolExecutor(processes) as pool:
         futures = [pool.submit(drive_threads, server.port, share, scenario, stop) for share in shares if share]
         for future in futures:
@@ -177,7 +186,13 @@ def drive(server: Server, tokens: list[str], scenario: str, seconds: float, proc
                 latencies.setdefault(tool, []).extend(values)
             counts["runs"] += part_counts["runs"]
             counts["errors"] += part_counts["errors"]
-    return latencies, counts, time.monotonic() - started
+            counts["cpu"] += part_counts["cpu"]
+    cpu = {
+        "server": cpu_seconds(server.worker_pids()) - cpu_before["server"],
+        "database": cpu_seconds(postgres_pids()) - cpu_before["database"],
+        "load generator": counts["cpu"],
+    }
+    return latencies, counts, time.monotonic() - started, cpu
 
 
 def main() -> None:
@@ -198,7 +213,7 @@ def main() -> None:
               f"gunicorn workers: {args.workers or 'one per core'}\n")
         results = {}
         for name in ("one-step", "five-step", "floor"):
-            latencies, counts, elapsed = drive(server, tokens, name, args.seconds, args.processes)
+            latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds, args.processes)
             calls = sum(len(v) for v in latencies.values())
             results[name] = (latencies, counts, elapsed, calls)
             label = "requests" if name == "floor" else "runs"
@@ -206,6 +221,8 @@ def main() -> None:
                   + (f", {counts['errors']} agents stopped on an error" if counts["errors"] else ""))
             for line in latency_table(latencies, elapsed):
                 print(line)
+            print("  CPU per call: " + ", ".join(f"{who} {seconds / calls * 1000:.2f} ms" for who, seconds in cpu.items())
+                  + f" (machine busy {sum(cpu.values()) / elapsed / (os.cpu_count() or 1):.0%})")
             print()
         floor_mean = statistics.fmean(results["floor"][0]["floor"])
         floor_rate = results["floor"][3] / results["floor"][2]

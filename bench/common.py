@@ -91,6 +91,10 @@ class Server:
                 time.sleep(0.2)
         raise RuntimeError("gunicorn did not start: " + (self.process.stderr.read(2000) or b"").decode())
 
+    def worker_pids(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in children.read_text().split()] if children.exists() else []
+
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
         try:
@@ -150,6 +154,31 @@ def client_credentials_token(base: str, client_id: str, secret: str) -> str:
     conn.request("POST", token_path, "grant_type=client_credentials&scope=agentprocess",
                  {"Authorization": f"Basic {auth}", "Content-Type": "application/x-www-form-urlencoded"})
     return json.loads(conn.getresponse().read())["access_token"]
+
+
+def cpu_seconds(pids) -> float:
+    """User plus system CPU seconds the processes have used so far (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def postgres_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "postgres":
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
 
 
 def percentile(values: list[float], q: float) -> float:

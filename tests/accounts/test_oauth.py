@@ -257,10 +257,10 @@ def test_agent_of_org_b_never_resolves_to_org_a(client, org_a, org_b):
     assert identity_for_token(token_b).organization == org_b
 
 
-def test_identity_for_token_is_two_indexed_queries_for_an_agent(client, org_a, django_assert_num_queries):
+def test_identity_for_token_is_one_query_for_an_agent(client, org_a, django_assert_num_queries):
     _agent, client_id, secret = create_agent(organization=org_a, name="bot")
     token = get_token(client, client_id, secret)
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         identity = identity_for_token(token)
         assert identity.organization.slug == "org-a"
 

@@ -1,0 +1,95 @@
+"""Plain SQL for the hottest paths: model rows read and written without building an ORM query each time.
+
+The ORM compiles every queryset anew; on a path that runs on every request that compilation costs
+more than the database does. These helpers keep what Django would do (column names, the backend's
+value converters and parameter adaptation) and do it with a fixed statement.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+
+
+def columns(model, alias: str) -> str:
+    """The model's concrete columns, qualified by `alias`, in field order (what `build` expects)."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
+_plans: dict = {}
+
+
+def _converters(model) -> list:
+    key = (model, connection.vendor)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = []
+        for field in model._meta.concrete_fields:
+            col = field.get_col(model._meta.db_table)
+            plan.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
+        _plans[key] = plan
+    return plan
+
+
+def convert(model, values) -> list:
+    """Turn raw column values (as the driver returned them) into Python values, as the ORM would."""
+    out = []
+    for (col, converters), value in zip(_converters(model), values):
+        for converter in converters:
+            value = converter(value, col, connection)
+        out.append(value)
+    return out
+
+
+def build(model, values):
+    """A model instance from a row of `columns(model, ...)`, or None when the row's primary key is NULL."""
+    values = convert(model, values)
+    pk_index = model._meta.concrete_fields.index(model._meta.pk)
+    if values[pk_index] is None:
+        return None
+    return model.from_db(connection.alias, None, values)
+
+
+def field_value(model, name: str, value):
+    """Convert one raw column value of `model.name` as the ORM would."""
+    field = model._meta.get_field(name)
+    col = field.get_col(model._meta.db_table)
+    for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+        value = converter(value, col, connection)
+    return value
+
+
+def update(model, pk, changes: dict) -> None:
+    """UPDATE one row by primary key with `changes` ({field name: value}), adapting values as the ORM does."""
+    if not changes:
+        return
+    quote = connection.ops.quote_name
+    assignments, params = [], []
+    for name, value in changes.items():
+        field = model._meta.get_field(name)
+        assignments.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    params.append(pk)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} WHERE {quote(model._meta.pk.column)} = %s",
+            params,
+        )
+
+
+def insert(obj) -> None:
+    """INSERT one new instance and set its primary key, with field defaults and pre_save applied as save() would."""
+    model = type(obj)
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
+    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(model._meta.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        (pk,) = cursor.fetchone()
+    setattr(obj, model._meta.pk.attname, pk)
+    obj._state.adding = False
+    obj._state.db = connection.alias
