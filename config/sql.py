@@ -34,7 +34,7 @@ def _converters(model) -> list:
 def convert(model, values) -> list:
     """Turn raw column values (as the driver returned them) into Python values, as the ORM would."""
     out = []
-    for (col, converters), value in zip(_converters(model), values):
+    for (col, converters), value in zip(_converters(model), values, strict=True):
         for converter in converters:
             value = converter(value, col, connection)
         out.append(value)
