@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from django.db import connection
 
+_columns: dict = {}
+
 
 def columns(model, alias: str) -> str:
     """The model's concrete columns, qualified by `alias`, in field order (what `build` expects)."""
-    quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+    key = (model, alias, connection.vendor)
+    found = _columns.get(key)
+    if found is None:
+        quote = connection.ops.quote_name
+        found = _columns[key] = ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+    return found
 
 
 _plans: dict = {}
@@ -77,19 +83,43 @@ def update(model, pk, changes: dict) -> None:
         )
 
 
-def insert(obj) -> None:
-    """INSERT one new instance and set its primary key, with field defaults and pre_save applied as save() would."""
-    model = type(obj)
+def _insert_values(obj, fields) -> list:
+    for field in fields:
+        # As save() does: a foreign key set to an instance saved since takes that instance's key.
+        if field.is_relation and getattr(obj, field.attname) is None and field.is_cached(obj):
+            related = field.get_cached_value(obj)
+            if related is not None and related.pk is not None:
+                setattr(obj, field.attname, related.pk)
+    return [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+
+
+def insert(*objs) -> None:
+    """INSERT new instances of one model in one statement and set their primary keys, as bulk_create would."""
+    if not objs:
+        return
+    model = type(objs[0])
     quote = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and getattr(obj, f.attname) is None)]
-    params = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
-    sql = (
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    params: list = []
+    for obj in objs:
+        params.extend(_insert_values(obj, fields))
+    row = f"({', '.join(['%s'] * len(fields))})"
+    statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(model._meta.pk.column)}"
+        f"VALUES {', '.join([row] * len(objs))} RETURNING {quote(model._meta.pk.column)}"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        (pk,) = cursor.fetchone()
-    setattr(obj, model._meta.pk.attname, pk)
-    obj._state.adding = False
-    obj._state.db = connection.alias
+        cursor.execute(statement, params)
+        pks = [found[0] for found in cursor.fetchall()]
+    for obj, pk in zip(objs, pks, strict=True):
+        setattr(obj, model._meta.pk.attname, pk)
+        obj._state.adding = False
+        obj._state.db = connection.alias
+
+
+def select(model, where: str, params, *, suffix: str = "") -> list:
+    """Instances of `model` from `SELECT <its columns> FROM <its table> WHERE <where>`."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where} {suffix}", params)
+        return [build(model, row) for row in cursor.fetchall()]

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.models import User
+from config import sql
 from processes.definition import JOIN, Definition, StepDef, definition_for
 from processes.models import ProcessVersion, RoleBinding
 
@@ -161,17 +162,16 @@ def published_version(version_id: int) -> ProcessVersion:
 def load_for_write(run_id: int, *, organization=None, now: dt.datetime | None = None) -> Txn:
     """Lock the run row, load its steps and apply what time has made due; needs an open transaction."""
     # Plain SQL on the hottest path of every write: the same rows, without building the query each time.
-    sql = f"SELECT * FROM {Run._meta.db_table} WHERE id = %s"
-    params: list = [run_id]
+    where, params = "t.id = %s", [run_id]
     if organization is not None:
-        sql += " AND organization_id = %s"
+        where += " AND t.organization_id = %s"
         params.append(organization.pk)
-    found = list(Run.objects.raw(sql + (" FOR UPDATE" if connection.features.has_select_for_update else ""), params))
+    found = sql.select(Run, where, params, suffix="FOR UPDATE" if connection.features.has_select_for_update else "")
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
     locked.version = published_version(locked.version_id)
-    rows = RunStep.objects.raw(f"SELECT * FROM {RunStep._meta.db_table} WHERE run_id = %s", [run_id])
+    rows = sql.select(RunStep, "t.run_id = %s", [run_id])
     txn = Txn(
         run=locked,
         definition=definition_for(locked.version),
@@ -195,14 +195,14 @@ def flush(txn: Txn) -> None:
     run.wake_at = None if run.is_over else next_wake(txn)
     run.updated_at = txn.now
     if run.pk is None:
-        run.save()  # a new run is inserted once, already in its first state
+        sql.insert(run)  # a new run is inserted once, already in its first state
     else:
-        run.save(update_fields=["state", "outcome", "ended", "data", "seq", "wake_at", "updated_at", "holds_events"])
+        sql.update(Run, run.pk, {name: getattr(run, name) for name in RUN_COLUMNS})
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
-        RunStep.objects.bulk_create(new_rows)
+        sql.insert(*new_rows)
     if txn.new_leases:
-        Lease.objects.bulk_create(txn.new_leases)
+        sql.insert(*txn.new_leases)
         for lease in txn.new_leases:
             if lease.step.lease is lease:
                 lease.step.lease_id = lease.pk
@@ -213,7 +213,7 @@ def flush(txn: Txn) -> None:
         # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write touches.
         changes = {name: getattr(row, name) for name in STEP_COLUMNS if getattr(row, name) != row._saved.get(name)}
         if changes:
-            RunStep.objects.filter(pk=row.pk).update(**changes)
+            sql.update(RunStep, row.pk, changes)
             row._saved.update(changes)
     if txn.new_items:
         WorkItem.objects.bulk_create(txn.new_items)
@@ -239,6 +239,9 @@ def _after_commit(run_id: int):
 
     return send
 
+
+# What a write may change on its run row.
+RUN_COLUMNS = ("state", "outcome", "ended", "data", "seq", "wake_at", "updated_at", "holds_events")
 
 STEP_FIELDS = [
     "state",
@@ -699,13 +702,16 @@ def lease_for_token(token: str, identity: Identity) -> Lease:
     lease_id = leases.lease_id_from(token)
     lease = None
     if lease_id is not None:
-        found = list(Lease.objects.raw(
-            f"SELECT lease.*, step.organization_id AS step_organization_id FROM {Lease._meta.db_table} lease"
-            f" JOIN {RunStep._meta.db_table} step ON step.id = lease.step_id WHERE lease.public_id = %s",
-            [lease_id],
-        ))
-        lease = found[0] if found else None
-    if lease is None or lease.step_organization_id != identity.organization.pk:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {sql.columns(Lease, 't')}, step.organization_id FROM {Lease._meta.db_table} t"
+                f" JOIN {RunStep._meta.db_table} step ON step.id = t.step_id WHERE t.public_id = %s",
+                [lease_id],
+            )
+            found = cursor.fetchone()
+        if found is not None and found[-1] == identity.organization.pk:
+            lease = sql.build(Lease, found[:-1])
+    if lease is None:
         raise Invalid("The token does not verify.", ["token: does not verify"])
     return lease
 

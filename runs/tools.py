@@ -25,6 +25,7 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
+from config import sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
@@ -143,10 +144,8 @@ def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
 
 
 def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
-    found = list(IdempotencyRecord.objects.raw(
-        f"SELECT * FROM {IdempotencyRecord._meta.db_table} WHERE organization_id = %s AND request_id = %s",
-        [identity.organization.pk, request_id],
-    ))
+    found = sql.select(IdempotencyRecord, "t.organization_id = %s AND t.request_id = %s",
+                       [identity.organization.pk, request_id])
     return found[0] if found else None
 
 
@@ -176,14 +175,14 @@ def _write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
                 stored = {"data": outcome.data}
                 if outcome.lease:
                     stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
-                IdempotencyRecord.objects.create(
+                sql.insert(IdempotencyRecord(
                     organization=identity.organization,
                     request_id=write.request_id,
                     tool=tool,
                     fingerprint=write.fingerprint,
                     result=stored,
                     run=outcome.run,
-                )
+                ))
     except _Replayed as replayed:
         return replayed.data
     except IntegrityError:
@@ -354,16 +353,32 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         from work.inbox import person_work
 
         return person_work(identity, limit=limit, cursor=arguments.get("cursor"), process=arguments.get("process"))
-    rows = RunStep.objects.filter(
-        organization=identity.organization, kind="agent", state=StepState.READY
-    ).select_related("run__version")
+    # Plain SQL: every agent polls this; the ready-work index answers it in (organization, kind, state, ready_since, id).
+    quote = connection.ops.quote_name
+    statement = (
+        f"SELECT {sql.columns(RunStep, 't')}, r.process_name, r.version_id, r.mode"
+        f" FROM {quote(RunStep._meta.db_table)} t JOIN {quote(Run._meta.db_table)} r ON r.id = t.run_id"
+        " WHERE t.organization_id = %s AND t.kind = %s AND t.state = %s"
+    )
+    params: list = [identity.organization.pk, "agent", StepState.READY]
     if arguments.get("process"):
-        rows = rows.filter(run__process_name=arguments["process"])
+        statement += " AND r.process_name = %s"
+        params.append(arguments["process"])
     after = cursor_after(arguments.get("cursor"))
     if after:
         since, pk = after
-        rows = rows.filter(Q(ready_since__gt=since) | Q(ready_since=since, pk__gt=pk))
-    page = list(rows.order_by("ready_since", "pk")[: limit + 1])
+        statement += " AND (t.ready_since > %s OR (t.ready_since = %s AND t.id > %s))"
+        params += [since, since, pk]
+    with connection.cursor() as cursor:
+        cursor.execute(statement + " ORDER BY t.ready_since, t.id LIMIT %s", [*params, limit + 1])
+        found = cursor.fetchall()
+    page = []
+    for values in found:
+        row = sql.build(RunStep, values[:-3])
+        process_name, version_id, mode = values[-3:]
+        row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=process_name,
+                      version=engine.published_version(version_id), mode=mode)
+        page.append(row)
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None
     return {"items": items, "nextCursor": encode_cursor(last.ready_since, last.pk) if last else None}
@@ -405,17 +420,28 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
 # --- writes -------------------------------------------------------------------------------------
 
 
+def _published(identity: Identity, name: str, number: int | None) -> ProcessVersion | None:
+    """The caller's published version of a process by name: the given number, else the newest."""
+    quote = connection.ops.quote_name
+    statement = (
+        f"SELECT v.id FROM {quote(ProcessVersion._meta.db_table)} v JOIN {quote(Process._meta.db_table)} p"
+        " ON p.id = v.process_id WHERE p.organization_id = %s AND p.name = %s"
+    )
+    params: list = [identity.organization.pk, name]
+    if number is not None:
+        statement += " AND v.number = %s"
+        params.append(int(number))
+    with connection.cursor() as cursor:
+        cursor.execute(statement + " ORDER BY v.number DESC LIMIT 1", params)
+        found = cursor.fetchone()
+    return engine.published_version(found[0]) if found else None
+
+
 def start_run(identity: Identity, arguments: dict) -> dict:
     from .acceptance import check_fields
 
     def perform(write: _Write) -> _Outcome:
-        versions = ProcessVersion.objects.filter(
-            process__organization=identity.organization, process__name=arguments["process"]
-        ).select_related("process")
-        if "version" in arguments:
-            version = versions.filter(number=arguments["version"]).first()
-        else:
-            version = versions.order_by("-number").first()
+        version = _published(identity, arguments["process"], arguments.get("version"))
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
