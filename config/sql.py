@@ -7,7 +7,55 @@ value converters and parameter adaptation) and do it with a fixed statement.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 from django.db import connection
+
+
+class _Pending(threading.local):
+    statements: list | None = None
+
+
+_pending = _Pending()
+
+
+@contextmanager
+def deferred():
+    """Hold the UPDATEs and result-less INSERTs made inside and send them together at the end.
+
+    On PostgreSQL they go as one multi-statement query: one round trip instead of one each. Use it
+    only inside a transaction, around code that does not read back the rows it writes through here.
+    """
+    if _pending.statements is not None:
+        yield
+        return
+    _pending.statements = []
+    try:
+        yield
+        statements, _pending.statements = _pending.statements, None
+        _send(statements)
+    finally:
+        _pending.statements = None
+
+
+def _send(statements: list) -> None:
+    if not statements:
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and len(statements) > 1:
+            # Client-side binding sends this over the simple query protocol, which runs several statements.
+            cursor.execute(";\n".join(text for text, _ in statements), [p for _, params in statements for p in params])
+        else:
+            for text, params in statements:
+                cursor.execute(text, params)
+
+
+def _execute(text: str, params: list) -> None:
+    if _pending.statements is not None:
+        _pending.statements.append((text, params))
+    else:
+        _send([(text, params)])
 
 _columns: dict = {}
 
@@ -76,11 +124,10 @@ def update(model, pk, changes: dict) -> None:
         assignments.append(f"{quote(field.column)} = %s")
         params.append(field.get_db_prep_save(value, connection))
     params.append(pk)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} WHERE {quote(model._meta.pk.column)} = %s",
-            params,
-        )
+    _execute(
+        f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} WHERE {quote(model._meta.pk.column)} = %s",
+        params,
+    )
 
 
 def _insert_values(obj, fields) -> list:
@@ -115,6 +162,40 @@ def insert(*objs) -> None:
         setattr(obj, model._meta.pk.attname, pk)
         obj._state.adding = False
         obj._state.db = connection.alias
+
+
+def insert_later(obj) -> None:
+    """INSERT a new instance whose primary key nobody needs back; inside `deferred()` it waits for the batch."""
+    model = type(obj)
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    _execute(
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})",
+        _insert_values(obj, fields),
+    )
+
+
+def select_many(queries) -> list[list]:
+    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL."""
+    quote = connection.ops.quote_name
+    texts = [
+        f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where} {suffix}"
+        for model, where, _params, suffix in queries
+    ]
+    results = []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(";\n".join(texts), [p for _, _, params, _ in queries for p in params])
+            for index, (model, *_rest) in enumerate(queries):
+                if index:
+                    cursor.nextset()
+                results.append([build(model, row) for row in cursor.fetchall()])
+        else:
+            for text, (model, _where, params, _suffix) in zip(texts, queries, strict=True):
+                cursor.execute(text, params)
+                results.append([build(model, row) for row in cursor.fetchall()])
+    return results
 
 
 def select(model, where: str, params, *, suffix: str = "") -> list:

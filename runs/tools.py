@@ -123,11 +123,14 @@ class _Write:
     request_id: str
     fingerprint: str
 
-    def recheck(self) -> None:
+    def record_query(self) -> tuple:
+        """The `sql.select_many` query for this requestId's record, to run with the run lock."""
+        return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.pk, self.request_id], "")
+
+    def recheck(self, found: list) -> None:
         """Call with the run locked: a concurrent twin may have committed while this one waited."""
-        record = _record(self.identity, self.request_id)
-        if record is not None:
-            raise _Replayed(_replay(record, self))
+        if found:
+            raise _Replayed(_replay(found[0], self))
 
 
 @dataclass
@@ -143,9 +146,11 @@ def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
     return hashlib.sha256(engine.canonical_json(payload)).hexdigest()
 
 
+_RECORD_WHERE = "t.organization_id = %s AND t.request_id = %s"
+
+
 def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
-    found = sql.select(IdempotencyRecord, "t.organization_id = %s AND t.request_id = %s",
-                       [identity.organization.pk, request_id])
+    found = sql.select(IdempotencyRecord, _RECORD_WHERE, [identity.organization.pk, request_id])
     return found[0] if found else None
 
 
@@ -169,13 +174,14 @@ def _write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
         if record is not None:
             return _replay(record, write)
     try:
-        with transaction.atomic():
+        # The write's UPDATEs and its record go to the database together, just before the commit.
+        with transaction.atomic(), sql.deferred():
             outcome: _Outcome = perform(write)
             if outcome.error is None:
                 stored = {"data": outcome.data}
                 if outcome.lease:
                     stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
-                sql.insert(IdempotencyRecord(
+                sql.insert_later(IdempotencyRecord(
                     organization=identity.organization,
                     request_id=write.request_id,
                     tool=tool,
@@ -219,10 +225,12 @@ def _run_pk(run_id: str) -> int:
 def _locked(write: _Write, run_id: str) -> engine.Txn:
     """Lock the caller's run for a write; other organizations' runs do not exist here."""
     try:
-        txn = engine.load_for_write(_run_pk(run_id), organization=write.identity.organization)
+        txn = engine.load_for_write(
+            _run_pk(run_id), organization=write.identity.organization, also=[write.record_query()]
+        )
     except Run.DoesNotExist:
         raise NotFound(f"No run '{run_id}' in this organization.") from None
-    write.recheck()
+    write.recheck(txn.also[0])
     if txn.run.is_over:
         raise run_ended()
     return txn
@@ -480,8 +488,8 @@ def claim(identity: Identity, arguments: dict) -> dict:
 
 def _held(write: _Write, token: str) -> tuple[engine.Txn, RunStep]:
     lease = engine.lease_for_token(token, write.identity)
-    txn = engine.load_for_write(lease.run_id)
-    write.recheck()
+    txn = engine.load_for_write(lease.run_id, also=[write.record_query()])
+    write.recheck(txn.also[0])
     if txn.run.is_over:
         raise run_ended()
     return txn, engine.held_step(txn, lease, write.identity)

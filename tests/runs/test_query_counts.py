@@ -62,6 +62,10 @@ def test_query_counts_are_flat_in_the_number_of_runs(publish, agent):
     print("query counts", few)
     assert many == few, (few, many)
     assert few["get_work"] <= 4 and few["get_run"] <= 6 and few["submit"] <= 14, few
+    if connection.vendor == "postgresql":
+        # The lock, the steps and the requestId look go as one query; the write's updates and its
+        # record as another (SQLite runs each statement on its own).
+        assert few["claim"] <= 5 and few["submit"] <= 5, few
 
 
 def test_query_counts_are_flat_in_a_steps_history(publish, agent, person_caller):
