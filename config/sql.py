@@ -97,11 +97,10 @@ def convert(model, values) -> list:
 
 def build(model, values):
     """A model instance from a row of `columns(model, ...)`, or None when the row's primary key is NULL."""
-    values = convert(model, values)
-    pk_index = model._meta.concrete_fields.index(model._meta.pk)
-    if values[pk_index] is None:
+    # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
+    if values[model._meta.concrete_fields.index(model._meta.pk)] is None:
         return None
-    return model.from_db(connection.alias, None, values)
+    return model.from_db(connection.alias, None, convert(model, values))
 
 
 def field_value(model, name: str, value):
@@ -199,8 +198,5 @@ def select_many(queries) -> list[list]:
 
 
 def select(model, where: str, params, *, suffix: str = "") -> list:
-    """Instances of `model` from `SELECT <its columns> FROM <its table> WHERE <where>`."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where} {suffix}", params)
-        return [build(model, row) for row in cursor.fetchall()]
+    """Instances of `model` from `SELECT <its columns> FROM <its table> t WHERE <where> <suffix>`."""
+    return select_many([(model, where, params, suffix)])[0]
