@@ -57,6 +57,7 @@ def _execute(text: str, params: list) -> None:
     else:
         _send([(text, params)])
 
+
 _columns: dict = {}
 
 
@@ -105,9 +106,8 @@ def build(model, values):
 
 def field_value(model, name: str, value):
     """Convert one raw column value of `model.name` as the ORM would."""
-    field = model._meta.get_field(name)
-    col = field.get_col(model._meta.db_table)
-    for converter in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+    col, converters = _converters(model)[model._meta.concrete_fields.index(model._meta.get_field(name))]
+    for converter in converters:
         value = converter(value, col, connection)
     return value
 
@@ -139,21 +139,29 @@ def _insert_values(obj, fields) -> list:
     return [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
 
 
+def _insert_statement(model, rows: int, returning: bool) -> tuple[str, list]:
+    """`INSERT INTO <table> (<every column but the key>) VALUES (...) × rows`, and those fields."""
+    quote = connection.ops.quote_name
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    row = f"({', '.join(['%s'] * len(fields))})"
+    statement = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES {', '.join([row] * rows)}"
+    )
+    if returning:
+        statement += f" RETURNING {quote(model._meta.pk.column)}"
+    return statement, fields
+
+
 def insert(*objs) -> None:
     """INSERT new instances of one model in one statement and set their primary keys, as bulk_create would."""
     if not objs:
         return
     model = type(objs[0])
-    quote = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    statement, fields = _insert_statement(model, len(objs), returning=True)
     params: list = []
     for obj in objs:
         params.extend(_insert_values(obj, fields))
-    row = f"({', '.join(['%s'] * len(fields))})"
-    statement = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES {', '.join([row] * len(objs))} RETURNING {quote(model._meta.pk.column)}"
-    )
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         pks = [found[0] for found in cursor.fetchall()]
@@ -165,14 +173,8 @@ def insert(*objs) -> None:
 
 def insert_later(obj) -> None:
     """INSERT a new instance whose primary key nobody needs back; inside `deferred()` it waits for the batch."""
-    model = type(obj)
-    quote = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    _execute(
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})",
-        _insert_values(obj, fields),
-    )
+    statement, fields = _insert_statement(type(obj), 1, returning=False)
+    _execute(statement, _insert_values(obj, fields))
 
 
 def select_many(queries) -> list[list]:
