@@ -200,13 +200,14 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: one per core)")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
     parser.add_argument("--processes", type=int, default=2, help="client processes the agents are spread over")
     args = parser.parse_args()
 
     url = recreate_database("bench_agents")
     setup_django(url)
     credentials = prepare(args.agents)
-    server = Server(url, workers=args.workers)
+    server = Server(url, workers=args.workers, threads=args.threads)
     try:
         tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
         print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario, "

@@ -62,7 +62,7 @@ def free_port() -> int:
 class Server:
     """gunicorn with one sync worker per core, against the benchmark database."""
 
-    def __init__(self, url: str, *, workers: int | None = None, extra_env: dict | None = None):
+    def __init__(self, url: str, *, workers: int | None = None, threads: int = 1, extra_env: dict | None = None):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {
@@ -77,7 +77,7 @@ class Server:
         workers = workers or os.cpu_count() or 2
         self.process = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
-             "--log-level", "warning", "--backlog", "2048"],
+             "--threads", str(threads), "--log-level", "warning", "--backlog", "2048"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 60

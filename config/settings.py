@@ -63,7 +63,14 @@ def database_from_url(url: str | None) -> dict:
         "CONN_MAX_AGE": 0 if options.get("pool") else env_int("DATABASE_CONN_MAX_AGE", 60),
         "CONN_HEALTH_CHECKS": True,
         # A write waits at most this long for a run lock, then answers `retry` (STYLE: bounded waits).
-        "OPTIONS": {**options, "options": f"-c lock_timeout={env_int('LOCK_TIMEOUT_MS', 5000)}"},
+        "OPTIONS": {
+            **options,
+            "options": f"-c lock_timeout={env_int('LOCK_TIMEOUT_MS', 5000)}",
+            # Parameters travel apart from the statement, and a statement run this many times on a
+            # connection is prepared once (0 turns that off, as a transaction-mode pooler may need).
+            "server_side_binding": True,
+            "prepare_threshold": env_int("DATABASE_PREPARE_THRESHOLD", 5) or None,
+        },
     }
 
 

@@ -39,16 +39,35 @@ def deferred():
         _pending.statements = None
 
 
+@contextmanager
+def _batch_cursor():
+    """A cursor that runs several `;`-separated statements in one round trip.
+
+    On PostgreSQL that takes the simple query protocol, so parameters are bound on the client for it
+    (the connection's other statements bind them on the server and may be prepared).
+    """
+    import psycopg
+
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = psycopg.ClientCursor(connection.connection)
+    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    try:
+        yield cursor
+    finally:
+        cursor.close()
+
+
 def _send(statements: list) -> None:
     if not statements:
         return
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and len(statements) > 1:
-            # Client-side binding sends this over the simple query protocol, which runs several statements.
+    if connection.vendor == "postgresql" and len(statements) > 1:
+        with _batch_cursor() as cursor:
             cursor.execute(";\n".join(text for text, _ in statements), [p for _, params in statements for p in params])
-        else:
-            for text, params in statements:
-                cursor.execute(text, params)
+        return
+    with connection.cursor() as cursor:
+        for text, params in statements:
+            cursor.execute(text, params)
 
 
 def _execute(text: str, params: list) -> None:
@@ -185,17 +204,18 @@ def select_many(queries) -> list[list]:
         for model, where, _params, suffix in queries
     ]
     results = []
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and len(queries) > 1:
+        with _batch_cursor() as cursor:
             cursor.execute(";\n".join(texts), [p for _, _, params, _ in queries for p in params])
             for index, (model, *_rest) in enumerate(queries):
                 if index:
                     cursor.nextset()
                 results.append([build(model, row) for row in cursor.fetchall()])
-        else:
-            for text, (model, _where, params, _suffix) in zip(texts, queries, strict=True):
-                cursor.execute(text, params)
-                results.append([build(model, row) for row in cursor.fetchall()])
+        return results
+    with connection.cursor() as cursor:
+        for text, (model, _where, params, _suffix) in zip(texts, queries, strict=True):
+            cursor.execute(text, params)
+            results.append([build(model, row) for row in cursor.fetchall()])
     return results
 
 

@@ -160,19 +160,28 @@ def published_version(version_id: int) -> ProcessVersion:
     return version
 
 
-def load_for_write(run_id: int, *, organization=None, now: dt.datetime | None = None, also=()) -> Txn:
+def load_for_write(
+    run_id: int | None, *, organization=None, lease_id: str | None = None, now: dt.datetime | None = None, also=()
+) -> Txn:
     """Lock the run row, load its steps and apply what time has made due; needs an open transaction.
 
-    `also` holds more `sql.select_many` queries to run right after the lock, in the same round trip;
-    their rows are on `txn.also`.
+    The run is named by its key, or by the public id of a lease on it (`run_id` None). `also` holds
+    more `sql.select_many` queries to run right after the lock, in the same round trip; their rows
+    are on `txn.also`.
     """
     # Plain SQL on the hottest path of every write: the same rows, without building the query each time.
-    where, params = "t.id = %s", [run_id]
+    if lease_id is not None:
+        run_key, params = f"(SELECT run_id FROM {Lease._meta.db_table} WHERE public_id = %s)", [lease_id]
+    else:
+        run_key, params = "%s", [run_id]
+    where, step_params = f"t.id = {run_key}", list(params)
     if organization is not None:
         where += " AND t.organization_id = %s"
         params.append(organization.pk)
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
-    found, rows, *extra = sql.select_many([(Run, where, params, lock), (RunStep, "t.run_id = %s", [run_id], ""), *also])
+    found, rows, *extra = sql.select_many(
+        [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also]
+    )
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
@@ -700,25 +709,6 @@ def _issue_lease(txn: Txn, row: RunStep, identity: Identity) -> Lease:
     row.lease_expires_at = expires
     row.claimed_by = identity.ref
     txn.touch(row)
-    return lease
-
-
-def lease_for_token(token: str, identity: Identity) -> Lease:
-    """Find the lease a token names; a token that does not verify is `invalid` (tools.md claim)."""
-    lease_id = leases.lease_id_from(token)
-    lease = None
-    if lease_id is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {sql.columns(Lease, 't')}, step.organization_id FROM {Lease._meta.db_table} t"
-                f" JOIN {RunStep._meta.db_table} step ON step.id = t.step_id WHERE t.public_id = %s",
-                [lease_id],
-            )
-            found = cursor.fetchone()
-        if found is not None and found[-1] == identity.organization.pk:
-            lease = sql.build(Lease, found[:-1])
-    if lease is None:
-        raise Invalid("The token does not verify.", ["token: does not verify"])
     return lease
 
 

@@ -487,9 +487,21 @@ def claim(identity: Identity, arguments: dict) -> dict:
 
 
 def _held(write: _Write, token: str) -> tuple[engine.Txn, RunStep]:
-    lease = engine.lease_for_token(token, write.identity)
-    txn = engine.load_for_write(lease.run_id, also=[write.record_query()])
-    write.recheck(txn.also[0])
+    """Lock the run a lease token names, with the lease and the requestId look in the same round trip."""
+    lease_id = leases.lease_id_from(token)
+    txn = None
+    if lease_id is not None:
+        try:
+            txn = engine.load_for_write(
+                None, organization=write.identity.organization, lease_id=lease_id,
+                also=[(Lease, "t.public_id = %s", [lease_id], ""), write.record_query()],
+            )
+        except Run.DoesNotExist:
+            txn = None  # no such lease, or one of another organization's runs
+    if txn is None or not txn.also[0]:
+        raise Invalid("The token does not verify.", ["token: does not verify"])
+    [lease] = txn.also[0]
+    write.recheck(txn.also[1])
     if txn.run.is_over:
         raise run_ended()
     return txn, engine.held_step(txn, lease, write.identity)
