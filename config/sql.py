@@ -196,27 +196,33 @@ def insert_later(obj) -> None:
     _execute(statement, _insert_values(obj, fields))
 
 
-def select_many(queries) -> list[list]:
-    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL."""
-    quote = connection.ops.quote_name
-    texts = [
-        f"SELECT {columns(model, 't')} FROM {quote(model._meta.db_table)} t WHERE {where} {suffix}"
-        for model, where, _params, suffix in queries
-    ]
+def fetch_many(statements) -> list[list[tuple]]:
+    """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     results = []
-    if connection.vendor == "postgresql" and len(queries) > 1:
+    if connection.vendor == "postgresql" and len(statements) > 1:
         with _batch_cursor() as cursor:
-            cursor.execute(";\n".join(texts), [p for _, _, params, _ in queries for p in params])
-            for index, (model, *_rest) in enumerate(queries):
+            cursor.execute(";\n".join(text for text, _ in statements), [p for _, params in statements for p in params])
+            for index in range(len(statements)):
                 if index:
                     cursor.nextset()
-                results.append([build(model, row) for row in cursor.fetchall()])
+                results.append(cursor.fetchall())
         return results
     with connection.cursor() as cursor:
-        for text, (model, _where, params, _suffix) in zip(texts, queries, strict=True):
+        for text, params in statements:
             cursor.execute(text, params)
-            results.append([build(model, row) for row in cursor.fetchall()])
+            results.append(cursor.fetchall())
     return results
+
+
+def select_text(model, where: str, suffix: str = "") -> str:
+    """`SELECT <the model's columns> FROM <its table> t WHERE <where> <suffix>`, rows for `build`."""
+    return f"SELECT {columns(model, 't')} FROM {connection.ops.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
+
+
+def select_many(queries) -> list[list]:
+    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL."""
+    found = fetch_many([(select_text(model, where, suffix), params) for model, where, params, suffix in queries])
+    return [[build(model, row) for row in rows] for (model, *_rest), rows in zip(queries, found, strict=True)]
 
 
 def select(model, where: str, params, *, suffix: str = "") -> list:

@@ -235,7 +235,10 @@ def flush(txn: Txn) -> None:
     if txn.dirty_items:
         WorkItem.objects.bulk_update(txn.dirty_items, ["state", "decision", "decided_by", "decided_at"])
     for event in txn.consumed:
-        event.save(update_fields=["consumed_by", "consumed_at"])
+        if event.pk is None:
+            sql.insert_later(event)  # sent and consumed in this write
+        else:
+            sql.update(Event, event.pk, {"consumed_by": event.consumed_by, "consumed_at": event.consumed_at})
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     if txn.notices:
@@ -414,7 +417,7 @@ def _arrive(txn: Txn, step_id: str) -> None:
         set_state(txn, row, StepState.WAITING)
         held = None if not txn.run.holds_events else (
             Event.objects.filter(run=txn.run, name=step.value, consumed_by__isnull=True, discarded=False)
-            .exclude(pk__in=[e.pk for e in txn.consumed])
+            .exclude(pk__in=[e.pk for e in txn.consumed if e.pk is not None])
             .order_by("sent_at", "id")
             .first()
         )

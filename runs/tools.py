@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -122,6 +122,7 @@ class _Write:
     tool: str
     request_id: str
     fingerprint: str
+    looked_up: list = field(default_factory=list)
 
     def record_query(self) -> tuple:
         """The `sql.select_many` query for this requestId's record, to run with the run lock."""
@@ -167,12 +168,18 @@ def _replay(record: IdempotencyRecord, write: _Write) -> dict:
 RUN_WRITES = frozenset({"claim", "renew", "submit", "escalate", "decide", "cancel", "send_event"})
 
 
-def _write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
+def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=()) -> dict:
+    """Run `perform(write)` in a transaction, once per requestId.
+
+    `lookups` are (SELECT, params) to run with a new write's requestId look, in the same round trip;
+    their rows are on `write.looked_up`.
+    """
     write = _Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
     if tool not in RUN_WRITES:
-        record = _record(identity, write.request_id)
-        if record is not None:
-            return _replay(record, write)
+        query = write.record_query()
+        found, *write.looked_up = sql.fetch_many([(sql.select_text(IdempotencyRecord, query[1]), query[2]), *lookups])
+        if found:
+            return _replay(sql.build(IdempotencyRecord, found[0]), write)
     try:
         # The write's UPDATEs and its record go to the database together, just before the commit.
         with transaction.atomic(), sql.deferred():
@@ -428,8 +435,8 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
 # --- writes -------------------------------------------------------------------------------------
 
 
-def _published(identity: Identity, name: str, number: int | None) -> ProcessVersion | None:
-    """The caller's published version of a process by name: the given number, else the newest."""
+def _published_query(identity: Identity, name: str, number: int | None) -> tuple[str, list]:
+    """The SELECT of the caller's published version of a process by name: the given number, else the newest."""
     quote = connection.ops.quote_name
     statement = (
         f"SELECT v.id FROM {quote(ProcessVersion._meta.db_table)} v JOIN {quote(Process._meta.db_table)} p"
@@ -439,17 +446,15 @@ def _published(identity: Identity, name: str, number: int | None) -> ProcessVers
     if number is not None:
         statement += " AND v.number = %s"
         params.append(int(number))
-    with connection.cursor() as cursor:
-        cursor.execute(statement + " ORDER BY v.number DESC LIMIT 1", params)
-        found = cursor.fetchone()
-    return engine.published_version(found[0]) if found else None
+    return statement + " ORDER BY v.number DESC LIMIT 1", params
 
 
 def start_run(identity: Identity, arguments: dict) -> dict:
     from .acceptance import check_fields
 
     def perform(write: _Write) -> _Outcome:
-        version = _published(identity, arguments["process"], arguments.get("version"))
+        found = write.looked_up[0]
+        version = engine.published_version(found[0][0]) if found else None
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
@@ -470,7 +475,8 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
-    return _write(identity, "start_run", arguments, perform)
+    published = _published_query(identity, arguments["process"], arguments.get("version"))
+    return _write(identity, "start_run", arguments, perform, lookups=[published])
 
 
 def claim(identity: Identity, arguments: dict) -> dict:
@@ -611,10 +617,11 @@ def send_event(identity: Identity, arguments: dict) -> dict:
             issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
         if issues:
             raise Invalid("The event cannot be held.", issues)
-        event = Event.objects.create(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
+        event = Event(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
         consumed_by = engine.deliver_event(txn, event)
         if consumed_by is None:
             txn.run.holds_events = True
+            sql.insert_later(event)  # held for a later wait_for; a consumed one is saved by the flush
         engine.flush(txn)
         return _Outcome({"consumedBy": consumed_by}, run=txn.run)
 
