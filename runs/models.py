@@ -31,7 +31,8 @@ class Mode(models.TextChoices):
 
 
 class Run(models.Model):
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs")
+    # Indexed by the composite indexes below, which lead with it.
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs", db_index=False)
     version = models.ForeignKey(ProcessVersion, on_delete=models.PROTECT, related_name="runs")
     process_name = models.CharField(max_length=64)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.LIVE)
@@ -48,7 +49,7 @@ class Run(models.Model):
     # Set once an event is held for this run; until then no query looks for held events.
     holds_events = models.BooleanField(default=False)
     # The earliest moment time alone changes this run (a lease ends, a wait passes, a deadline).
-    wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    wake_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -57,6 +58,11 @@ class Run(models.Model):
         indexes = [
             models.Index(fields=["organization", "state", "started_at"], name="run_org_state"),
             models.Index(fields=["organization", "process_name", "started_at"], name="run_org_process"),
+            # Only runs that wait for a time are in these: the catch-up looks stay small and quick.
+            models.Index(fields=["wake_at"], name="run_wake", condition=models.Q(wake_at__isnull=False)),
+            models.Index(
+                fields=["organization", "wake_at"], name="run_org_wake", condition=models.Q(wake_at__isnull=False)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -74,8 +80,9 @@ class Run(models.Model):
 class RunStep(models.Model):
     """One declared step of one run; its state is the protocol's step state."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_rows")
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    # Both indexed by the constraint and the index below, which lead with them.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_rows", db_index=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
     step_id = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16)
@@ -109,12 +116,16 @@ class RunStep(models.Model):
 class Lease(models.Model):
     """One issued claim token; renewing issues a new lease and ends the old one."""
 
-    public_id = models.CharField(max_length=32, unique=True)
+    public_id = models.CharField(max_length=32)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="leases")
     step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="leases")
     holder = models.CharField(max_length=64)
     issued_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+
+    class Meta:
+        # A constraint rather than unique=True: tokens are looked up by equality, never by LIKE.
+        constraints = [models.UniqueConstraint(fields=["public_id"], name="lease_public_id_unique")]
 
     def __str__(self) -> str:
         return f"lease {self.public_id[:8]}… on {self.step}"
@@ -141,7 +152,7 @@ class Upload(models.Model):
 class Event(models.Model):
     """An event sent to a run: held until a wait_for consumes it or the run ends (spec §3.6)."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)  # event_held leads with it
     name = models.CharField(max_length=64)
     data = models.JSONField(null=True, blank=True)
     sent_by = models.CharField(max_length=64)
@@ -161,7 +172,8 @@ class Event(models.Model):
 class IdempotencyRecord(models.Model):
     """The first successful result of a write, replayed for the same requestId (spec §4)."""
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    # Indexed by request_id_unique_in_org, which leads with it.
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
     request_id = models.CharField(max_length=128)
     tool = models.CharField(max_length=32)
     fingerprint = models.CharField(max_length=64)

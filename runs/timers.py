@@ -12,6 +12,8 @@ import threading
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
+from config import sql
+
 from . import engine
 from .models import Run
 
@@ -32,25 +34,32 @@ def _catch_up_one(run_id: int) -> bool:
         return True
 
 
-def catch_up(*, organization=None, limit: int = 100) -> int:
-    """Bring every run whose wake-up has passed up to date; return how many were changed."""
-    now = timezone.now()
-    # Plain SQL: every read that lists work asks this first, and the answer is nearly always "none".
+def due_query(*, organization=None, limit: int = 100) -> tuple[str, list]:
+    """The SELECT of the runs whose wake-up has passed, soonest first: for `catch_up_runs`."""
     statement = f"SELECT id FROM {connection.ops.quote_name(Run._meta.db_table)} WHERE wake_at <= %s"
-    params: list = [now]
+    params: list = [timezone.now()]
     if organization is not None:
         statement += " AND organization_id = %s"
         params.append(organization.pk)
-    with connection.cursor() as cursor:
-        cursor.execute(statement + " ORDER BY wake_at LIMIT %s", [*params, limit])
-        due = [found[0] for found in cursor.fetchall()]
+    return statement + " ORDER BY wake_at LIMIT %s", [*params, limit]
+
+
+def catch_up_runs(due) -> int:
+    """Bring the runs of `due_query`'s rows up to date; return how many were changed."""
     changed = 0
-    for run_id in due:
+    for (run_id,) in due:
         try:
             changed += _catch_up_one(run_id)
         except OperationalError:
             log.warning("catch-up of run %s deferred: database busy", run_id)
     return changed
+
+
+def catch_up(*, organization=None, limit: int = 100) -> int:
+    """Bring every run whose wake-up has passed up to date; return how many were changed."""
+    # Plain SQL: every read that lists work asks this first, and the answer is nearly always "none".
+    [due] = sql.fetch_many([due_query(organization=organization, limit=limit)])
+    return catch_up_runs(due)
 
 
 def sweep(*, limit: int = 500) -> int:
