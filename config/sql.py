@@ -7,10 +7,11 @@ value converters and parameter adaptation) and do it with a fixed statement.
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 
 class _Pending(threading.local):
@@ -77,40 +78,32 @@ def _execute(text: str, params: list) -> None:
         _send([(text, params)])
 
 
-_columns: dict = {}
+# One process talks to one database, so what is built from its backend is built once.
 
 
+@functools.cache
 def columns(model, alias: str) -> str:
     """The model's concrete columns, qualified by `alias`, in field order (what `build` expects)."""
-    key = (model, alias, connection.vendor)
-    found = _columns.get(key)
-    if found is None:
-        quote = connection.ops.quote_name
-        found = _columns[key] = ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
-    return found
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
 
 
-_plans: dict = {}
-
-
+@functools.cache
 def _converters(model) -> list:
-    key = (model, connection.vendor)
-    plan = _plans.get(key)
-    if plan is None:
-        plan = []
-        for field in model._meta.concrete_fields:
-            col = field.get_col(model._meta.db_table)
-            plan.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
-        _plans[key] = plan
+    plan = []
+    for field in model._meta.concrete_fields:
+        col = field.get_col(model._meta.db_table)
+        plan.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
     return plan
 
 
 def convert(model, values) -> list:
     """Turn raw column values (as the driver returned them) into Python values, as the ORM would."""
+    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each converter reads it without the proxy
     out = []
     for (col, converters), value in zip(_converters(model), values, strict=True):
         for converter in converters:
-            value = converter(value, col, connection)
+            value = converter(value, col, db)
         out.append(value)
     return out
 
@@ -118,9 +111,14 @@ def convert(model, values) -> list:
 def build(model, values):
     """A model instance from a row of `columns(model, ...)`, or None when the row's primary key is NULL."""
     # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
-    if values[model._meta.concrete_fields.index(model._meta.pk)] is None:
+    if values[_pk_index(model)] is None:
         return None
-    return model.from_db(connection.alias, None, convert(model, values))
+    return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values))
+
+
+@functools.cache
+def _pk_index(model) -> int:
+    return model._meta.concrete_fields.index(model._meta.pk)
 
 
 def field_value(model, name: str, value):
@@ -131,21 +129,23 @@ def field_value(model, name: str, value):
     return value
 
 
+@functools.cache
+def _update_statement(model, names: tuple) -> tuple[str, list]:
+    quote = connection.ops.quote_name
+    fields = [model._meta.get_field(name) for name in names]
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s", fields
+
+
 def update(model, pk, changes: dict) -> None:
     """UPDATE one row by primary key with `changes` ({field name: value}), adapting values as the ORM does."""
     if not changes:
         return
-    quote = connection.ops.quote_name
-    assignments, params = [], []
-    for name, value in changes.items():
-        field = model._meta.get_field(name)
-        assignments.append(f"{quote(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
+    statement, fields = _update_statement(model, tuple(changes))
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [field.get_db_prep_save(value, db) for field, value in zip(fields, changes.values(), strict=True)]
     params.append(pk)
-    _execute(
-        f"UPDATE {quote(model._meta.db_table)} SET {', '.join(assignments)} WHERE {quote(model._meta.pk.column)} = %s",
-        params,
-    )
+    _execute(statement, params)
 
 
 def _insert_values(obj, fields) -> list:
@@ -155,9 +155,11 @@ def _insert_values(obj, fields) -> list:
             related = field.get_cached_value(obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.attname, related.pk)
-    return [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in fields]
+    db = connections[DEFAULT_DB_ALIAS]
+    return [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
 
 
+@functools.cache
 def _insert_statement(model, rows: int, returning: bool) -> tuple[str, list]:
     """`INSERT INTO <table> (<every column but the key>) VALUES (...) × rows`, and those fields."""
     quote = connection.ops.quote_name
@@ -214,6 +216,7 @@ def fetch_many(statements) -> list[list[tuple]]:
     return results
 
 
+@functools.cache
 def select_text(model, where: str, suffix: str = "") -> str:
     """`SELECT <the model's columns> FROM <its table> t WHERE <where> <suffix>`, rows for `build`."""
     return f"SELECT {columns(model, 't')} FROM {connection.ops.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
