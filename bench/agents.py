@@ -200,7 +200,7 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: one per core)")
-    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per worker")
+    parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per gthread worker (0: sync workers)")
     parser.add_argument("--processes", type=int, default=2, help="client processes the agents are spread over")
     args = parser.parse_args()
 
@@ -211,7 +211,8 @@ def main() -> None:
     try:
         tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
         print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario, "
-              f"gunicorn workers: {args.workers or 'one per core'}\n")
+              f"gunicorn workers: {args.workers or 'one per core'}, "
+              f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}\n")
         results = {}
         for name in ("one-step", "five-step", "floor"):
             latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds, args.processes)

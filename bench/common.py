@@ -60,7 +60,11 @@ def free_port() -> int:
 
 
 class Server:
-    """gunicorn with one sync worker per core, against the benchmark database."""
+    """gunicorn with one worker per core, against the benchmark database.
+
+    Workers are gthread with `threads` threads (keep-alive, as behind a proxy that pools its upstream
+    connections); `threads=0` gives sync workers, which close every connection after one request.
+    """
 
     def __init__(self, url: str, *, workers: int | None = None, threads: int = 1, extra_env: dict | None = None):
         self.port = free_port()
@@ -77,7 +81,7 @@ class Server:
         workers = workers or os.cpu_count() or 2
         self.process = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
-             "--threads", str(threads), "--log-level", "warning", "--backlog", "2048"],
+             *(["--worker-class", "gthread", "--threads", str(threads)] if threads else []), "--log-level", "warning", "--backlog", "2048"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 60
