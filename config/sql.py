@@ -160,10 +160,10 @@ def _insert_values(obj, fields) -> list:
 
 
 @functools.cache
-def _insert_statement(model, rows: int, returning: bool) -> tuple[str, list]:
-    """`INSERT INTO <table> (<every column but the key>) VALUES (...) × rows`, and those fields."""
+def _insert_statement(model, rows: int, returning: bool, with_key: bool = False) -> tuple[str, list]:
+    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...) × rows`, and those fields."""
     quote = connection.ops.quote_name
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    fields = [f for f in model._meta.concrete_fields if with_key or not f.primary_key]
     row = f"({', '.join(['%s'] * len(fields))})"
     statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
@@ -192,10 +192,41 @@ def insert(*objs) -> None:
         obj._state.db = connection.alias
 
 
-def insert_later(obj) -> None:
-    """INSERT a new instance whose primary key nobody needs back; inside `deferred()` it waits for the batch."""
-    statement, fields = _insert_statement(type(obj), 1, returning=False)
-    _execute(statement, _insert_values(obj, fields))
+def insert_later(*objs) -> None:
+    """INSERT new instances of one model whose keys nobody needs back, or that have theirs from `next_ids`.
+
+    Inside `deferred()` the INSERT waits for the batch.
+    """
+    if not objs:
+        return
+    model = type(objs[0])
+    with_key = objs[0].pk is not None
+    statement, fields = _insert_statement(model, len(objs), returning=False, with_key=with_key)
+    params: list = []
+    for obj in objs:
+        params.extend(_insert_values(obj, fields))
+        obj._state.adding = False
+        obj._state.db = DEFAULT_DB_ALIAS
+    _execute(statement, params)
+
+
+@functools.cache
+def _sequence(model) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [model._meta.db_table, model._meta.pk.column])
+        return cursor.fetchone()[0]
+
+
+def next_ids(model, count: int = 1) -> tuple[str, list] | None:
+    """A SELECT of `count` new primary keys from `model`'s sequence, to send with other reads.
+
+    A row given its key this way can be INSERTed with the write's other statements (`insert_later`)
+    instead of on its own to learn its key. None where keys come only from the INSERT (SQLite).
+    """
+    if connection.vendor != "postgresql":
+        return None
+    name = _sequence(model).replace("'", "''")
+    return f"SELECT nextval('{name}') FROM generate_series(1, %s)", [count]
 
 
 def fetch_many(statements) -> list[list[tuple]]:

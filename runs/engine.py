@@ -108,6 +108,7 @@ class Txn:
     discard_events: bool = False
     also: list = field(default_factory=list)
     consumed: list[Event] = field(default_factory=list)
+    lease_keys: list[int] = field(default_factory=list)  # reserved for new leases (load_for_write)
 
     def step(self, step_id: str) -> RunStep:
         return self.steps[step_id]
@@ -161,13 +162,19 @@ def published_version(version_id: int) -> ProcessVersion:
 
 
 def load_for_write(
-    run_id: int | None, *, organization=None, lease_id: str | None = None, now: dt.datetime | None = None, also=()
+    run_id: int | None,
+    *,
+    organization=None,
+    lease_id: str | None = None,
+    now: dt.datetime | None = None,
+    also=(),
+    leases: int = 0,
 ) -> Txn:
     """Lock the run row, load its steps and apply what time has made due; needs an open transaction.
 
     The run is named by its key, or by the public id of a lease on it (`run_id` None). `also` holds
     more `sql.select_many` queries to run right after the lock, in the same round trip; their rows
-    are on `txn.also`.
+    are on `txn.also`. `leases` keys for new leases come in the same round trip too (PostgreSQL).
     """
     # Plain SQL on the hottest path of every write: the same rows, without building the query each time.
     if lease_id is not None:
@@ -179,9 +186,13 @@ def load_for_write(
         where += " AND t.organization_id = %s"
         params.append(organization.pk)
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
-    found, rows, *extra = sql.select_many(
-        [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also]
-    )
+    queries = [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also]
+    statements = [(sql.select_text(model, condition, suffix), values) for model, condition, values, suffix in queries]
+    reserve = sql.next_ids(Lease, leases) if leases else None
+    answers = sql.fetch_many(statements + ([reserve] if reserve else []))
+    found, rows, *extra = [
+        [sql.build(model, values) for values in answer] for (model, *_rest), answer in zip(queries, answers[: len(queries)], strict=True)
+    ]
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
@@ -192,6 +203,7 @@ def load_for_write(
         steps={row.step_id: _remember(row) for row in rows},
         now=now or timezone.now(),
         also=extra,
+        lease_keys=[key for (key,) in answers[-1]] if reserve else [],
     )
     if not may_have_items(txn.steps.values()):
         txn._items = []  # nothing to load: spare the query
@@ -209,15 +221,22 @@ def flush(txn: Txn) -> None:
         run.state = derive_run_state(txn)
     run.wake_at = None if run.is_over else next_wake(txn)
     run.updated_at = txn.now
-    if run.pk is None:
-        sql.insert(run)  # a new run is inserted once, already in its first state
+    if run._state.adding:
+        # A new run is inserted once, already in its first state; with its key reserved, in the batch.
+        (sql.insert_later if run.pk is not None else sql.insert)(run)
     else:
         sql.update(Run, run.pk, {name: getattr(run, name) for name in RUN_COLUMNS})
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
-        sql.insert(*new_rows)
+        # Work items point at their steps, so only then must the steps' keys come back first.
+        (sql.insert if txn.new_items or run.pk is None else sql.insert_later)(*new_rows)
     if txn.new_leases:
-        sql.insert(*txn.new_leases)
+        if len(txn.lease_keys) >= len(txn.new_leases):
+            for lease, key in zip(txn.new_leases, txn.lease_keys[: len(txn.new_leases)], strict=True):
+                lease.pk = key
+            sql.insert_later(*txn.new_leases)
+        else:
+            sql.insert(*txn.new_leases)
         for lease in txn.new_leases:
             if lease.step.lease is lease:
                 lease.step.lease_id = lease.pk

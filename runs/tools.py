@@ -229,11 +229,11 @@ def _run_pk(run_id: str) -> int:
     return pk
 
 
-def _locked(write: _Write, run_id: str) -> engine.Txn:
+def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.Txn:
     """Lock the caller's run for a write; other organizations' runs do not exist here."""
     try:
         txn = engine.load_for_write(
-            _run_pk(run_id), organization=write.identity.organization, also=[write.record_query()]
+            _run_pk(run_id), organization=write.identity.organization, also=[write.record_query()], leases=leases
         )
     except Run.DoesNotExist:
         raise NotFound(f"No run '{run_id}' in this organization.") from None
@@ -455,7 +455,7 @@ def start_run(identity: Identity, arguments: dict) -> dict:
     from .acceptance import check_fields
 
     def perform(write: _Write) -> _Outcome:
-        found = write.looked_up[0]
+        found, *reserved = write.looked_up
         version = engine.published_version(found[0][0]) if found else None
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
@@ -474,16 +474,19 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         if issues:
             raise Invalid("The inputs do not fit the process.", issues)
         txn = engine.new_run(identity=identity, version=version, inputs=inputs, mode=arguments.get("mode", "live"))
+        if reserved:
+            txn.run.pk = reserved[0][0][0]  # its key came with the lookups: the run's INSERTs join the batch
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
     published = _published_query(identity, arguments["process"], arguments.get("version"))
-    return _write(identity, "start_run", arguments, perform, lookups=[published])
+    run_key = sql.next_ids(Run)
+    return _write(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
 
 
 def claim(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
-        txn = _locked(write, arguments["runId"])
+        txn = _locked(write, arguments["runId"], leases=1)
         lease = engine.claim(txn, identity=identity, step_id=arguments["stepId"])
         engine.flush(txn)
         row = txn.steps[arguments["stepId"]]
