@@ -41,19 +41,23 @@ def deferred():
 
 
 @contextmanager
-def _batch_cursor():
-    """A cursor that runs several `;`-separated statements in one round trip.
+def _batch(statements):
+    """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
 
-    On PostgreSQL that takes the simple query protocol, so parameters are bound on the client for it
-    (the connection's other statements bind them on the server and may be prepared).
+    Several statements in one query take PostgreSQL's simple query protocol, so their parameters are
+    bound on the client for it, each statement on its own (psycopg then reuses each one's parsed
+    placeholders), and the joined text goes without parameters. The connection's other statements
+    bind theirs on the server and may be prepared.
     """
     import psycopg
 
     connection.ensure_connection()
     with connection.wrap_database_errors:
         raw = psycopg.ClientCursor(connection.connection)
+        text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     try:
+        cursor.execute(text)
         yield cursor
     finally:
         cursor.close()
@@ -63,9 +67,8 @@ def _send(statements: list) -> None:
     if not statements:
         return
     if connection.vendor == "postgresql" and len(statements) > 1:
-        with _batch_cursor() as cursor:
-            cursor.execute(";\n".join(text for text, _ in statements), [p for _, params in statements for p in params])
-        return
+        with _batch(statements):
+            return
     with connection.cursor() as cursor:
         for text, params in statements:
             cursor.execute(text, params)
@@ -233,8 +236,7 @@ def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     results = []
     if connection.vendor == "postgresql" and len(statements) > 1:
-        with _batch_cursor() as cursor:
-            cursor.execute(";\n".join(text for text, _ in statements), [p for _, params in statements for p in params])
+        with _batch(statements) as cursor:
             for index in range(len(statements)):
                 if index:
                     cursor.nextset()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runs.models import Lease
+from runs.models import Lease, Run
 from tests.runs.conftest import age, b64, rid, step_state
 
 ONE_STEP = """---
@@ -362,3 +362,17 @@ steps:
     age(run_id, 3601)
     assert agent("get_run", runId=run_id)["steps"][0]["overdue"] is True
     assert agent("get_work")["items"][0]["overdue"] is True
+
+
+def test_values_with_quotes_percent_signs_and_semicolons_are_stored_as_sent(publish, agent):
+    # A write's statements go to PostgreSQL together with their values bound on the client: the
+    # values must come back exactly, never read as SQL or as placeholders.
+    publish(ONE_STEP)
+    tricky = "100% done; it's \"quoted\" %s %(x)s \\ ; DROP TABLE runs_run; --"
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": tricky})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="work")["token"]
+    agent.write("submit", token=token, output={"result": tricky}, summary=tricky)
+    assert agent("get_run", runId=run_id)["run"]["state"] == "ended"
+    [run] = Run.objects.all()
+    assert run.data["inputs"]["ticket"] == tricky
+    assert run.data["steps"]["work"]["output"]["result"] == tricky, run.data
