@@ -12,6 +12,9 @@ import threading
 from contextlib import contextmanager
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 
 class _Pending(threading.local):
@@ -116,7 +119,30 @@ def build(model, values):
     # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
     if values[_pk_index(model)] is None:
         return None
-    return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values))
+    attnames = _plain_attnames(model)
+    if attnames is None:
+        return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values))
+    # What Model.__init__ does for a full row of a model nothing listens to: the field values and
+    # the state of a row that is already in the database, without the per-field bookkeeping.
+    obj = model.__new__(model)
+    obj.__dict__.update(zip(attnames, convert(model, values), strict=True))
+    state = obj._state = ModelState()
+    state.adding = False
+    state.db = DEFAULT_DB_ALIAS
+    return obj
+
+
+@functools.cache
+def _plain_attnames(model) -> tuple | None:
+    """The models whose rows `build` may fill directly: no init signal receivers, no custom from_db.
+
+    Asked once per model, at its first row: receivers connect when the apps load, before any query.
+    """
+    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+        return None
+    if model.from_db.__func__ is not Model.from_db.__func__:
+        return None
+    return tuple(field.attname for field in model._meta.concrete_fields)
 
 
 @functools.cache
