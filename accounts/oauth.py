@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 from urllib.parse import urlsplit
 
@@ -136,6 +137,7 @@ def _person_identity(user: User) -> Identity | None:
     )
 
 
+@functools.cache
 def _token_sql() -> str:
     quote = connection.ops.quote_name
     return (
