@@ -81,7 +81,8 @@ class Server:
         workers = workers or os.cpu_count() or 2
         self.process = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
-             *(["--worker-class", "gthread", "--threads", str(threads)] if threads else []), "--log-level", "warning", "--backlog", "2048"],
+             *(["--worker-class", "gthread", "--threads", str(threads)] if threads else []),
+             "--log-level", "warning", "--backlog", "2048"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         deadline = time.monotonic() + 60

@@ -71,7 +71,8 @@ def _send(statements: list) -> None:
         return
     if connection.vendor == "postgresql" and len(statements) > 1:
         with _batch(statements):
-            return
+            pass  # nothing to read back
+        return
     with connection.cursor() as cursor:
         for text, params in statements:
             cursor.execute(text, params)

@@ -191,7 +191,8 @@ def load_for_write(
     reserve = sql.next_ids(Lease, leases) if leases else None
     answers = sql.fetch_many(statements + ([reserve] if reserve else []))
     found, rows, *extra = [
-        [sql.build(model, values) for values in answer] for (model, *_rest), answer in zip(queries, answers[: len(queries)], strict=True)
+        [sql.build(model, values) for values in answer]
+        for (model, *_rest), answer in zip(queries, answers[: len(queries)], strict=True)
     ]
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
@@ -229,7 +230,7 @@ def flush(txn: Txn) -> None:
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.
-        (sql.insert if txn.new_items or run.pk is None else sql.insert_later)(*new_rows)
+        (sql.insert if txn.new_items else sql.insert_later)(*new_rows)
     if txn.new_leases:
         if len(txn.lease_keys) >= len(txn.new_leases):
             for lease, key in zip(txn.new_leases, txn.lease_keys[: len(txn.new_leases)], strict=True):

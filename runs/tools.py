@@ -176,8 +176,8 @@ def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=(
     """
     write = _Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
     if tool not in RUN_WRITES:
-        query = write.record_query()
-        found, *write.looked_up = sql.fetch_many([(sql.select_text(IdempotencyRecord, query[1]), query[2]), *lookups])
+        record = (sql.select_text(IdempotencyRecord, _RECORD_WHERE), [identity.organization.pk, write.request_id])
+        found, *write.looked_up = sql.fetch_many([record, *lookups])
         if found:
             return _replay(sql.build(IdempotencyRecord, found[0]), write)
     try:
