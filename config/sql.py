@@ -190,54 +190,49 @@ def _insert_values(obj, fields) -> list:
 
 
 @functools.cache
-def _insert_statement(model, rows: int, returning: bool, with_key: bool = False) -> tuple[str, list]:
-    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...) × rows`, and those fields."""
+def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[str, list]:
+    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, and those fields.
+
+    One row per statement: a fixed text whose parsed placeholders the driver keeps, where a statement
+    of many rows would be parsed anew each time; several go to PostgreSQL in one round trip anyway.
+    """
     quote = connection.ops.quote_name
     fields = [f for f in model._meta.concrete_fields if with_key or not f.primary_key]
-    row = f"({', '.join(['%s'] * len(fields))})"
     statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES {', '.join([row] * rows)}"
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
     if returning:
         statement += f" RETURNING {quote(model._meta.pk.column)}"
     return statement, fields
 
 
+def _saved(obj) -> None:
+    obj._state.adding = False
+    obj._state.db = DEFAULT_DB_ALIAS
+
+
 def insert(*objs) -> None:
-    """INSERT new instances of one model in one statement and set their primary keys, as bulk_create would."""
+    """INSERT new instances of one model and set their primary keys, as bulk_create would: one round trip."""
     if not objs:
         return
     model = type(objs[0])
-    statement, fields = _insert_statement(model, len(objs), returning=True)
-    params: list = []
-    for obj in objs:
-        params.extend(_insert_values(obj, fields))
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        pks = [found[0] for found in cursor.fetchall()]
-    for obj, pk in zip(objs, pks, strict=True):
+    statement, fields = _insert_statement(model, returning=True)
+    answers = fetch_many([(statement, _insert_values(obj, fields)) for obj in objs])
+    for obj, [(pk,)] in zip(objs, answers, strict=True):
         setattr(obj, model._meta.pk.attname, pk)
-        obj._state.adding = False
-        obj._state.db = connection.alias
+        _saved(obj)
 
 
 def insert_later(*objs) -> None:
     """INSERT new instances of one model whose keys nobody needs back, or that have theirs from `next_ids`.
 
-    Inside `deferred()` the INSERT waits for the batch.
+    Inside `deferred()` the INSERTs wait for the batch.
     """
-    if not objs:
-        return
-    model = type(objs[0])
-    with_key = objs[0].pk is not None
-    statement, fields = _insert_statement(model, len(objs), returning=False, with_key=with_key)
-    params: list = []
     for obj in objs:
-        params.extend(_insert_values(obj, fields))
-        obj._state.adding = False
-        obj._state.db = DEFAULT_DB_ALIAS
-    _execute(statement, params)
+        statement, fields = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
+        _execute(statement, _insert_values(obj, fields))
+        _saved(obj)
 
 
 @functools.cache
