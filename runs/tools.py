@@ -347,12 +347,17 @@ def get_run(identity: Identity, arguments: dict) -> dict:
             # One snapshot for the run, its steps and its items, so the view's snapshot matches its items.
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        run = Run.objects.select_related("version").filter(pk=pk, organization=identity.organization).first()
-        if run is None:
+        # The run, its steps and its open items in one round trip (PostgreSQL).
+        found, rows, items = sql.select_many([
+            (Run, "t.id = %s AND t.organization_id = %s", [pk, identity.organization.pk], ""),
+            (RunStep, "t.run_id = %s", [pk], ""),
+            (WorkItem, "t.run_id = %s AND t.state = %s", [pk, WorkItemState.OPEN], ""),
+        ])
+        if not found:
             raise NotFound(f"No run '{arguments['runId']}' in this organization.")
+        [run] = found
         if run.wake_at is None or run.wake_at > timezone.now():
-            rows = list(RunStep.objects.filter(run=run))
-            items = list(WorkItem.objects.filter(run=run, state=WorkItemState.OPEN))
+            run.version = engine.published_version(run.version_id)
             return presenting.run_view(run, definition_for(run.version), rows, items)
     # Time has changed this run: catch it up under its lock, as a write would, and show the result.
     with transaction.atomic():

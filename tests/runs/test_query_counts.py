@@ -66,8 +66,9 @@ def test_query_counts_are_flat_in_the_number_of_runs(publish, agent):
         # A write to a run sends its lock, its steps and its requestId look as one query (submit's lease
         # too, claim's new lease key), and its inserts, updates and record as another; start_run looks
         # up its requestId, its version and its run's key together, and get_work its due runs and its
-        # ready steps (SQLite runs each statement on its own).
+        # ready steps, and get_run its run, steps and open items (SQLite runs each statement on its own).
         assert few["start_run"] <= 4 and few["get_work"] == 1 and few["claim"] <= 4 and few["submit"] <= 4, few
+        assert few["get_run"] <= 3, few
 
 
 def test_query_counts_are_flat_in_a_steps_history(publish, agent, person_caller):
