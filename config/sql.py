@@ -25,11 +25,14 @@ _pending = _Pending()
 
 
 @contextmanager
-def deferred():
+def deferred(*, commit: bool = False):
     """Hold the UPDATEs and result-less INSERTs made inside and send them together at the end.
 
     On PostgreSQL they go as one multi-statement query: one round trip instead of one each. Use it
     only inside a transaction, around code that does not read back the rows it writes through here.
+    `commit=True`, for the block that ends the outermost transaction, adds its COMMIT to that query
+    (PostgreSQL); the atomic block's own commit then finds the transaction over and sends nothing.
+    If any statement fails, the COMMIT never runs and the atomic block rolls back as usual.
     """
     if _pending.statements is not None:
         yield
@@ -38,6 +41,8 @@ def deferred():
     try:
         yield
         statements, _pending.statements = _pending.statements, None
+        if commit and statements and connection.vendor == "postgresql":
+            statements.append(("COMMIT", []))
         _send(statements)
     finally:
         _pending.statements = None

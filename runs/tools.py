@@ -180,9 +180,10 @@ def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=(
         found, *write.looked_up = sql.fetch_many([record, *lookups])
         if found:
             return _replay(sql.build(IdempotencyRecord, found[0]), write)
+    outermost = not connection.in_atomic_block
     try:
-        # The write's UPDATEs and its record go to the database together, just before the commit.
-        with transaction.atomic(), sql.deferred():
+        # The write's UPDATEs and its record go to the database together, with the commit.
+        with transaction.atomic(), sql.deferred(commit=outermost):
             outcome: _Outcome = perform(write)
             if outcome.error is None:
                 stored = {"data": outcome.data}

@@ -1,5 +1,9 @@
 """Every write is idempotent on requestId (spec §4, implementing.md Step 7)."""
 
+import psycopg
+import pytest
+from django.db import connection
+
 from runs.models import IdempotencyRecord, Run, Upload
 from tests.runs.conftest import ToolCaller, b64, rid
 from tests.runs.test_agent_loop import ONE_STEP
@@ -59,3 +63,35 @@ def test_a_request_id_of_ten_kilobytes_is_refused_quickly(agent):
     assert error["issues"] == ["requestId: not an argument of describe"]
     error = agent.fails("upload", "invalid", fileName="a", contentType="t", contentBase64="eA==", requestId="r" * 10240)
     assert error["issues"][0].startswith("requestId:")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_commits_in_its_own_batch_and_another_connection_sees_it(publish, agent):
+    # spec §4: an acknowledged write is durable. On PostgreSQL the write's last statements and its
+    # COMMIT travel together; the answer comes only after the commit.
+    publish(ONE_STEP)
+    sent = []
+
+    def record(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"}, requestId="commit-1")["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="work", requestId="commit-2")["token"]
+    agent.write("submit", token=token, output={"result": "r"}, summary="s", requestId="commit-3")
+    if connection.vendor != "postgresql":
+        assert IdempotencyRecord.objects.count() == 3
+        return
+    assert sent[-1].rstrip().endswith("COMMIT"), sent
+    settings = connection.settings_dict
+    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"] or None, host=settings["HOST"] or None,
+                         port=settings["PORT"] or None) as other:
+        tools = [tool for (tool,) in other.execute(
+            "SELECT tool FROM runs_idempotencyrecord WHERE request_id LIKE 'commit-%%' ORDER BY request_id"
+        )]
+        state = other.execute("SELECT state FROM runs_run").fetchone()[0]
+    assert tools == ["start_run", "claim", "submit"]
+    assert state == "ended"
+    # The replay still answers from the record.
+    assert agent.write("claim", runId=run_id, stepId="work", requestId="commit-2")["token"] == token
