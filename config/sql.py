@@ -282,10 +282,19 @@ def select_text(model, where: str, suffix: str = "") -> str:
     return f"SELECT {columns(model, 't')} FROM {connection.ops.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
 
 
-def select_many(queries) -> list[list]:
-    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL."""
-    found = fetch_many([(select_text(model, where, suffix), params) for model, where, params, suffix in queries])
-    return [[build(model, row) for row in rows] for (model, *_rest), rows in zip(queries, found, strict=True)]
+def select_many(queries, *, raw=()) -> list[list]:
+    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL.
+
+    `raw` SELECTs, (text, params) each, go after them in the same round trip; their rows come last, as
+    the driver returned them.
+    """
+    statements = [(select_text(model, where, suffix), params) for model, where, params, suffix in queries]
+    found = fetch_many([*statements, *raw])
+    built = [
+        [build(model, row) for row in rows]
+        for (model, *_rest), rows in zip(queries, found[: len(queries)], strict=True)
+    ]
+    return built + found[len(queries):]
 
 
 def select(model, where: str, params, *, suffix: str = "") -> list:

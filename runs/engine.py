@@ -186,14 +186,12 @@ def load_for_write(
         where += " AND t.organization_id = %s"
         params.append(organization.pk)
     lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
-    queries = [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also]
-    statements = [(sql.select_text(model, condition, suffix), values) for model, condition, values, suffix in queries]
     reserve = sql.next_ids(Lease, leases) if leases else None
-    answers = sql.fetch_many(statements + ([reserve] if reserve else []))
-    found, rows, *extra = [
-        [sql.build(model, values) for values in answer]
-        for (model, *_rest), answer in zip(queries, answers[: len(queries)], strict=True)
-    ]
+    found, rows, *extra = sql.select_many(
+        [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
+        raw=[reserve] if reserve else [],
+    )
+    lease_keys = [key for (key,) in extra.pop()] if reserve else []
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
@@ -204,7 +202,7 @@ def load_for_write(
         steps={row.step_id: _remember(row) for row in rows},
         now=now or timezone.now(),
         also=extra,
-        lease_keys=[key for (key,) in answers[-1]] if reserve else [],
+        lease_keys=lease_keys,
     )
     if not may_have_items(txn.steps.values()):
         txn._items = []  # nothing to load: spare the query

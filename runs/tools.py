@@ -125,7 +125,7 @@ class _Write:
     looked_up: list = field(default_factory=list)
 
     def record_query(self) -> tuple:
-        """The `sql.select_many` query for this requestId's record, to run with the run lock."""
+        """The `sql.select_many` query for this requestId's record, to run with the write's first reads."""
         return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.pk, self.request_id], "")
 
     def recheck(self, found: list) -> None:
@@ -176,10 +176,9 @@ def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=(
     """
     write = _Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
     if tool not in RUN_WRITES:
-        record = (sql.select_text(IdempotencyRecord, _RECORD_WHERE), [identity.organization.pk, write.request_id])
-        found, *write.looked_up = sql.fetch_many([record, *lookups])
+        found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
         if found:
-            return _replay(sql.build(IdempotencyRecord, found[0]), write)
+            return _replay(found[0], write)
     outermost = not connection.in_atomic_block
     try:
         # The write's UPDATEs and its record go to the database together, with the commit.
