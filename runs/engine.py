@@ -1038,7 +1038,7 @@ def decide(
         raise Invalid("The decision's arguments do not fit this work item.", problems)
     by = identity.ref
     held = (row.escalation or {}).get("check")
-    if held is not None:
+    if held is not None and decision != "completed":
         _unshow_check(txn, row)
     if decision == "completed":
         if output is None and (item.escalation or {}).get("candidate"):
@@ -1048,16 +1048,23 @@ def decide(
             summary = summary if summary is not None else candidate.get("summary")
             next_step = next_step if next_step is not None else candidate.get("next")
             reason = reason if reason is not None else candidate.get("reason")
-        record = accept(
-            txn, row, identity=identity, output=output or {}, evidence=evidence or [], summary=summary,
-            next_step=next_step, reason=reason, require_summary=False,
-        )
+        try:
+            record = accept(
+                txn, row, identity=identity, output=output or {}, evidence=evidence or [], summary=summary,
+                next_step=next_step, reason=reason, require_summary=False,
+            )
+        except NotAccepted as refused:
+            refuse_submission(txn, row, refused.issues)
+            raise
+        if held is not None:
+            _unshow_check(txn, row)
         verdict = None
         if item.escalation is None:
             try:
                 verdict = check_verdict(txn, row, record=record, holder=f"item {item.pk}", answered=answered)
-            except checks.CheckFailed as refused:
-                refuse_submission(txn, row, refused.issues, check=refused.verdict)
+            except NotAccepted as refused:
+                check = refused.verdict if isinstance(refused, checks.CheckFailed) else None
+                refuse_submission(txn, row, refused.issues, check=check)
                 raise
         elif held is not None:
             # check-1 §3: a person completing an escalated step is not checked again; the unsure verdict stays.

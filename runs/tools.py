@@ -590,8 +590,8 @@ def decide(identity: Identity, arguments: dict) -> dict:
                 note=arguments.get("note"),
                 answered=answered,
             )
-        except checks.CheckFailed as refused:
-            engine.flush(txn)  # keeps the task's handoff: the verdict and its lines (check-1 §3)
+        except NotAccepted as refused:
+            engine.flush(txn)  # keeps the task's handoff: the issues, and a failed check's verdict (spec §3.3, check-1 §3)
             return _Outcome({}, error=refused)
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)

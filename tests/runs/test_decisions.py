@@ -130,6 +130,25 @@ def test_argument_rules_of_decide(review, agent, person_caller):
                                "reason: required"]
 
 
+
+def test_a_persons_refused_task_submission_is_kept_in_the_items_handoff(review, agent, person_caller):
+    # spec §3.3 Handoff: it holds the issues if the last submission was not accepted, for people too
+    owner = person_caller("owner@example.com")
+    view = drafted(agent, "owner@example.com")
+    [item] = view["workItems"]
+    assert item["handoff"] is None
+    base = {"runId": view["run"]["id"], "workItemId": item["id"], "snapshot": item["snapshot"]}
+    refused = owner.fails("decide", "not_accepted", decision="completed", output={"text": 3}, next="approve_it",
+                          reason="Ready.", requestId=rid(), **base)
+    [work] = owner("get_work")["items"]
+    assert work["workItem"]["handoff"] == {"issues": refused["issues"]} == {"issues": ["output.text: expected string"]}
+    assert work["workItem"]["snapshot"] == item["snapshot"]  # run data untouched: the form's snapshot still holds
+    assert step_state(agent("get_run", runId=view["run"]["id"]), "polish") == step_state(view, "polish")
+    done = owner.write("decide", decision="completed", output={"text": "v2"}, next="approve_it", reason="Ready.",
+                       **base)
+    assert done["data"]["steps"]["polish"]["output"] == {"text": "v2"}
+
+
 def test_group_item_first_decision_wins_and_colleague_gets_already_decided(review, agent, person_caller):
     owner = person_caller("owner@example.com")
     alice = person_caller("alice@example.com", groups=["approvers"])

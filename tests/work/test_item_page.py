@@ -213,6 +213,19 @@ def test_refused_submission_shows_every_issue_beside_its_field(purchase, browser
     assert "file required" in evidence
     assert 'value="Acme Supplies"' in html or ">Acme Supplies</textarea>" in html  # what was typed is kept
     assert run_view(buyer, view["run"]["id"])["data"]["steps"] == {}
+    assert "The last submission was not accepted" not in html  # this page lists them beside their fields
+
+
+def test_a_refusal_is_shown_when_the_person_comes_back(purchase, browser_of):
+    # spec §3.3 Handoff: the issues of the last submission that was not accepted travel with the item
+    view = purchase()
+    buyer = purchase.people["buyer"]
+    client = browser_of(buyer)
+    assert "The last submission was not accepted" not in client.get(item_url(open_item(view))).content.decode()
+    post_form(client, open_item(view), "complete", "completed", **{**TYPED_OUTPUT, "output-amount": "-"})
+    later = client.get(item_url(open_item(view))).content.decode()
+    kept = later.split("The last submission was not accepted")[1].split("</div>")[0]
+    assert "output.amount: expected number" in kept and "evidence: file required" in kept
 
 
 def test_a_kept_upload_is_attached_after_a_refusal(purchase, browser_of):
