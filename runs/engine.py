@@ -834,11 +834,11 @@ def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict:
     drain(txn)
 
 
-def refuse_submission(txn: Txn, row: RunStep, issues: list[str], *, check: dict | None = None) -> None:
+def refuse_submission(txn: Txn, row: RunStep, refused: NotAccepted) -> None:
     """Keep a refused submission's issues, and a failed check's verdict, for the next attempt's handoff (spec §3.3)."""
-    row.handoff = {**(row.handoff or {}), "issues": issues}
-    if check is not None:
-        row.handoff["check"] = check
+    row.handoff = {**(row.handoff or {}), "issues": refused.issues}
+    if isinstance(refused, checks.CheckFailed):
+        row.handoff["check"] = refused.verdict
     txn.touch(row)
 
 
@@ -1054,7 +1054,7 @@ def decide(
                 next_step=next_step, reason=reason, require_summary=False,
             )
         except NotAccepted as refused:
-            refuse_submission(txn, row, refused.issues)
+            refuse_submission(txn, row, refused)
             raise
         if held is not None:
             _unshow_check(txn, row)
@@ -1063,8 +1063,7 @@ def decide(
             try:
                 verdict = check_verdict(txn, row, record=record, holder=f"item {item.pk}", answered=answered)
             except NotAccepted as refused:
-                check = refused.verdict if isinstance(refused, checks.CheckFailed) else None
-                refuse_submission(txn, row, refused.issues, check=check)
+                refuse_submission(txn, row, refused)
                 raise
         elif held is not None:
             # check-1 §3: a person completing an escalated step is not checked again; the unsure verdict stays.

@@ -551,8 +551,7 @@ def submit(identity: Identity, arguments: dict) -> dict:
             )
             verdict = engine.check_verdict(txn, row, record=record, holder=f"lease {row.lease_id}", answered=answered)
         except NotAccepted as refused:
-            check = refused.verdict if isinstance(refused, checks.CheckFailed) else None
-            engine.refuse_submission(txn, row, refused.issues, check=check)
+            engine.refuse_submission(txn, row, refused)
             engine.flush(txn)
             return _Outcome({}, error=refused)
         engine.submit(txn, row, identity=identity, record=record, verdict=verdict)
