@@ -1,11 +1,12 @@
 """N concurrent agents drive processes end to end over real HTTP against gunicorn and PostgreSQL.
 
-    python bench/agents.py [--agents 32] [--seconds 20]
+    python bench/agents.py [--agents 32] [--seconds 20] [--rounds 4]
 
 Prints runs per second, tool calls per second and p50/p95/p99 latency per tool for a one-agent-step
 process and a five-step process with a route list and an event, then the floor (a bare endpoint
 that authenticates the same token and locks and updates one row) and the ratio of a tool call's
-mean cost to the floor's. Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432).
+mean cost to the floor's, by latency, by throughput and by app-server CPU. The scenarios take turns
+in rounds, so a drift in the machine's speed falls on each alike. Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432).
 The load generator runs on the same machine as the server, so it takes some of the same cores.
 """
 
@@ -27,11 +28,11 @@ from bench.common import (
     Server,
     ToolFailed,
     client_credentials_token,
-    cpu_seconds,
     latency_table,
-    postgres_pids,
+    postgres_roots,
     recreate_database,
     setup_django,
+    tree_cpu_seconds,
 )
 
 ONE_STEP = """---
@@ -177,7 +178,7 @@ def drive(server: Server, tokens: list[str], scenario: str, seconds: float, proc
     shares = [tokens[i::processes] for i in range(processes)]
     latencies: dict[str, list[float]] = {}
     counts = {"runs": 0, "errors": 0, "cpu": 0.0}
-    cpu_before = {"server": cpu_seconds(server.worker_pids()), "database": cpu_seconds(postgres_pids())}
+    cpu_before = {"server": tree_cpu_seconds([server.process.pid]), "database": tree_cpu_seconds(postgres_roots())}
     with ProcessPoolExecutor(processes) as pool:
         futures = [pool.submit(drive_threads, server.port, share, scenario, stop) for share in shares if share]
         for future in futures:
@@ -188,17 +189,23 @@ def drive(server: Server, tokens: list[str], scenario: str, seconds: float, proc
             counts["errors"] += part_counts["errors"]
             counts["cpu"] += part_counts["cpu"]
     cpu = {
-        "server": cpu_seconds(server.worker_pids()) - cpu_before["server"],
-        "database": cpu_seconds(postgres_pids()) - cpu_before["database"],
+        "server": tree_cpu_seconds([server.process.pid]) - cpu_before["server"],
+        "database": tree_cpu_seconds(postgres_roots()) - cpu_before["database"],
         "load generator": counts["cpu"],
     }
     return latencies, counts, time.monotonic() - started, cpu
 
 
+SCENARIOS = ("one-step", "five-step", "floor")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--seconds", type=float, default=20, help="seconds per scenario, over all rounds")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="the scenarios take turns this many times, so a machine whose speed drifts "
+                             "(shared cores, a noisy neighbour) slows each of them alike")
     parser.add_argument("--workers", type=int, default=None, help="gunicorn workers (default: one per core)")
     parser.add_argument("--threads", type=int, default=1, help="gunicorn threads per gthread worker (0: sync workers)")
     parser.add_argument("--processes", type=int, default=2, help="client processes the agents are spread over")
@@ -210,14 +217,24 @@ def main() -> None:
     server = Server(url, workers=args.workers, threads=args.threads)
     try:
         tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
-        print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario, "
-              f"gunicorn workers: {args.workers or 'one per core'}, "
+        print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario "
+              f"in {args.rounds} round(s), gunicorn workers: {args.workers or 'one per core'}, "
               f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}\n")
-        results = {}
-        for name in ("one-step", "five-step", "floor"):
-            latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds, args.processes)
+        results = {name: ({}, {"runs": 0, "errors": 0}, 0.0, {}) for name in SCENARIOS}
+        for _ in range(args.rounds):
+            for name in SCENARIOS:
+                latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds / args.rounds, args.processes)
+                total_latencies, total_counts, total_elapsed, total_cpu = results[name]
+                for tool, values in latencies.items():
+                    total_latencies.setdefault(tool, []).extend(values)
+                for key in ("runs", "errors"):
+                    total_counts[key] += counts[key]
+                for who, seconds in cpu.items():
+                    total_cpu[who] = total_cpu.get(who, 0.0) + seconds
+                results[name] = (total_latencies, total_counts, total_elapsed + elapsed, total_cpu)
+        for name in SCENARIOS:
+            latencies, counts, elapsed, cpu = results[name]
             calls = sum(len(v) for v in latencies.values())
-            results[name] = (latencies, counts, elapsed, calls)
             label = "requests" if name == "floor" else "runs"
             print(f"{name}: {counts['runs'] / elapsed:.1f} {label}/s, {calls / elapsed:.1f} calls/s"
                   + (f", {counts['errors']} agents stopped on an error" if counts["errors"] else ""))
@@ -226,14 +243,20 @@ def main() -> None:
             print("  CPU per call: " + ", ".join(f"{who} {seconds / calls * 1000:.2f} ms" for who, seconds in cpu.items())
                   + f" (machine busy {sum(cpu.values()) / elapsed / (os.cpu_count() or 1):.0%})")
             print()
-        floor_mean = statistics.fmean(results["floor"][0]["floor"])
-        floor_rate = results["floor"][3] / results["floor"][2]
-        for name in ("one-step", "five-step"):
-            latencies, _, elapsed, calls = results[name]
+
+        def per_call(name):
+            latencies, _, elapsed, cpu = results[name]
+            calls = sum(len(v) for v in latencies.values())
             mean = statistics.fmean([v for values in latencies.values() for v in values])
+            return mean, calls / elapsed, cpu["server"] / calls
+
+        floor_mean, floor_rate, floor_cpu = per_call("floor")
+        for name in ("one-step", "five-step"):
+            mean, rate, server_cpu = per_call(name)
             print(f"{name}: a tool call costs {mean / floor_mean:.2f}x the floor by mean latency "
                   f"({mean * 1000:.1f} ms vs {floor_mean * 1000:.1f} ms), "
-                  f"{floor_rate / (calls / elapsed):.2f}x by throughput")
+                  f"{floor_rate / rate:.2f}x by throughput, "
+                  f"{server_cpu / floor_cpu:.2f}x by app-server CPU")
     finally:
         server.stop()
 

@@ -96,10 +96,6 @@ class Server:
                 time.sleep(0.2)
         raise RuntimeError("gunicorn did not start: " + (self.process.stderr.read(2000) or b"").decode())
 
-    def worker_pids(self) -> list[int]:
-        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in children.read_text().split()] if children.exists() else []
-
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
         try:
@@ -161,29 +157,58 @@ def client_credentials_token(base: str, client_id: str, secret: str) -> str:
     return json.loads(conn.getresponse().read())["access_token"]
 
 
-def cpu_seconds(pids) -> float:
-    """User plus system CPU seconds the processes have used so far (Linux /proc)."""
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def tree_cpu_seconds(roots) -> float:
+    """User plus system CPU seconds a process tree has used so far (Linux /proc).
+
+    Each root counts its own time and that of the children it has reaped, so a child that exits
+    between two readings (a database backend, an autovacuum worker) still counts; live descendants
+    count their own.
+    """
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+    for root in roots:
+        fields = _stat(root)
+        if fields is None:
             continue
-        total += int(fields[11]) + int(fields[12])
+        total += sum(int(value) for value in fields[11:15])
+        pending = _children(root)
+        while pending:
+            pid = pending.pop()
+            fields = _stat(pid)
+            if fields is not None:
+                total += int(fields[11]) + int(fields[12])
+            pending.extend(_children(pid))
     return total / tick
 
 
-def postgres_pids() -> list[int]:
-    pids = []
+def postgres_roots() -> list[int]:
+    """The postmaster of each PostgreSQL cluster on this machine."""
+    names = {}
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
+            fields = _stat(int(entry.name))
             try:
-                if (entry / "comm").read_text().strip() == "postgres":
-                    pids.append(int(entry.name))
+                names[int(entry.name)] = (entry / "comm").read_text().strip()
             except OSError:
                 continue
-    return pids
+            if fields is not None:
+                parents[int(entry.name)] = int(fields[1])
+    return [pid for pid, name in names.items() if name == "postgres" and names.get(parents.get(pid)) != "postgres"]
 
 
 def percentile(values: list[float], q: float) -> float:
