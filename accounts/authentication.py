@@ -22,7 +22,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not raw_token:
             raise AuthenticationFailed("The bearer token is missing.")
         # The token must be good for the URL being called (RFC 8707), as the protected resource sees it.
-        identity = identity_for_token(raw_token, resource=absolute_url(request, request.path_info))
+        identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, request.path_info))
         if identity is None:
             raise AuthenticationFailed("The bearer token is invalid, expired or revoked.")
         return identity.user, identity

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from allauth.idp.oidc.adapter import DefaultOIDCAdapter, get_adapter
@@ -162,8 +163,12 @@ def _split(row, *models):
     return out
 
 
-def identity_for_token(raw_token: str, *, resource: str | None = None) -> Identity | None:
-    """Return the identity an access token stands for, or None when it is unknown, expired or unusable."""
+def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | None = None) -> Identity | None:
+    """Return the identity an access token stands for, or None when it is unknown, expired or unusable.
+
+    `resource` is the URL being called, or a function returning it; a function is called only for a
+    token that names resources, so most calls never work the URL out.
+    """
     if not raw_token:
         return None
     # Every tool call starts here: one plain-SQL join from the token's hash to its caller and organization.
@@ -177,8 +182,11 @@ def identity_for_token(raw_token: str, *, resource: str | None = None) -> Identi
     # `resource` is the URL being called: a token issued for named resources (RFC 8707) is good only
     # where one of them is, or contains, that URL; a token that names none is good anywhere here.
     granted = Token(data=sql.field_value(Token, "data", row[1])).get_resources()
-    if resource is not None and granted and not any(_covers(g, resource) for g in granted):
-        return None
+    if resource is not None and granted:
+        if callable(resource):
+            resource = resource()
+        if not any(_covers(g, resource) for g in granted):
+            return None
     agent, user, membership, organization = _split(row[2:], Agent, User, Membership, Organization)
     if user is not None:
         if membership is None:

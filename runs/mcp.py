@@ -171,7 +171,7 @@ def _authenticate(request: HttpRequest) -> Identity | HttpResponse:
     if not raw_token:
         return _unauthorized(request, "The bearer token is missing.", "invalid_request")
     # Pinned to this endpoint's URL: a token issued for another resource is refused (RFC 8707).
-    identity = identity_for_token(raw_token, resource=absolute_url(request, MCP_PATH))
+    identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, MCP_PATH))
     if identity is None:
         return _unauthorized(
             request, "The bearer token is invalid, expired, revoked or for another resource.", "invalid_token"

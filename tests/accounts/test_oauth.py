@@ -302,6 +302,23 @@ def test_token_without_resource_is_accepted_everywhere(client, org_a):
     assert client.get(WHOAMI, **bearer(token)).status_code == 200
 
 
+def test_the_called_url_is_worked_out_only_for_a_token_that_names_resources(client, org_a):
+    # RFC 8707: only a token issued for named resources is checked against the URL being called.
+    asked = []
+
+    def called_url():
+        asked.append(True)
+        return "http://testserver/mcp"
+
+    _agent, client_id, secret = create_agent(organization=org_a, name="bot")
+    anywhere = get_token(client, client_id, secret)
+    assert identity_for_token(anywhere, resource=called_url) is not None
+    assert asked == []
+    only_rest = get_token(client, client_id, secret, resource="http://testserver/api")
+    assert identity_for_token(only_rest, resource=called_url) is None
+    assert asked == [True]
+
+
 # --- person-linked tokens: still an agent client (spec §6 rule 4) ---
 
 
