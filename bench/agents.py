@@ -220,35 +220,35 @@ def main() -> None:
         print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario "
               f"in {args.rounds} round(s), gunicorn workers: {args.workers or 'one per core'}, "
               f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}\n")
-        results = {name: ({}, {"runs": 0, "errors": 0}, 0.0, {}) for name in SCENARIOS}
+        results = {name: {"latencies": {}, "runs": 0, "errors": 0, "elapsed": 0.0, "cpu": {}} for name in SCENARIOS}
         for _ in range(args.rounds):
             for name in SCENARIOS:
                 latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds / args.rounds, args.processes)
-                total_latencies, total_counts, total_elapsed, total_cpu = results[name]
+                total = results[name]
                 for tool, values in latencies.items():
-                    total_latencies.setdefault(tool, []).extend(values)
-                for key in ("runs", "errors"):
-                    total_counts[key] += counts[key]
+                    total["latencies"].setdefault(tool, []).extend(values)
+                total["runs"] += counts["runs"]
+                total["errors"] += counts["errors"]
+                total["elapsed"] += elapsed
                 for who, seconds in cpu.items():
-                    total_cpu[who] = total_cpu.get(who, 0.0) + seconds
-                results[name] = (total_latencies, total_counts, total_elapsed + elapsed, total_cpu)
-        for name in SCENARIOS:
-            latencies, counts, elapsed, cpu = results[name]
+                    total["cpu"][who] = total["cpu"].get(who, 0.0) + seconds
+        for name, total in results.items():
+            latencies, elapsed = total["latencies"], total["elapsed"]
             calls = sum(len(v) for v in latencies.values())
             label = "requests" if name == "floor" else "runs"
-            print(f"{name}: {counts['runs'] / elapsed:.1f} {label}/s, {calls / elapsed:.1f} calls/s"
-                  + (f", {counts['errors']} agents stopped on an error" if counts["errors"] else ""))
+            print(f"{name}: {total['runs'] / elapsed:.1f} {label}/s, {calls / elapsed:.1f} calls/s"
+                  + (f", {total['errors']} agents stopped on an error" if total["errors"] else ""))
             for line in latency_table(latencies, elapsed):
                 print(line)
-            print("  CPU per call: " + ", ".join(f"{who} {seconds / calls * 1000:.2f} ms" for who, seconds in cpu.items())
-                  + f" (machine busy {sum(cpu.values()) / elapsed / (os.cpu_count() or 1):.0%})")
+            print("  CPU per call: " + ", ".join(f"{who} {seconds / calls * 1000:.2f} ms" for who, seconds in total["cpu"].items())
+                  + f" (machine busy {sum(total['cpu'].values()) / elapsed / (os.cpu_count() or 1):.0%})")
             print()
 
         def per_call(name):
-            latencies, _, elapsed, cpu = results[name]
+            latencies = results[name]["latencies"]
             calls = sum(len(v) for v in latencies.values())
             mean = statistics.fmean([v for values in latencies.values() for v in values])
-            return mean, calls / elapsed, cpu["server"] / calls
+            return mean, calls / results[name]["elapsed"], results[name]["cpu"]["server"] / calls
 
         floor_mean, floor_rate, floor_cpu = per_call("floor")
         for name in ("one-step", "five-step"):

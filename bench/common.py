@@ -157,11 +157,13 @@ def client_credentials_token(base: str, client_id: str, secret: str) -> str:
     return json.loads(conn.getresponse().read())["access_token"]
 
 
-def _stat(pid: int) -> list[str] | None:
+def _stat(pid: int) -> tuple[str, list[str]] | None:
+    """A process's name and the fields of /proc/<pid>/stat after it (state, parent, ...), or None."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
+        head, rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
+    except (OSError, ValueError):
         return None
+    return head.split("(", 1)[1], rest.split()
 
 
 def _children(pid: int) -> list[int]:
@@ -181,34 +183,30 @@ def tree_cpu_seconds(roots) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for root in roots:
-        fields = _stat(root)
-        if fields is None:
+        stat = _stat(root)
+        if stat is None:
             continue
-        total += sum(int(value) for value in fields[11:15])
+        total += sum(int(value) for value in stat[1][11:15])
         pending = _children(root)
         while pending:
             pid = pending.pop()
-            fields = _stat(pid)
-            if fields is not None:
-                total += int(fields[11]) + int(fields[12])
+            stat = _stat(pid)
+            if stat is not None:
+                total += int(stat[1][11]) + int(stat[1][12])
             pending.extend(_children(pid))
     return total / tick
 
 
 def postgres_roots() -> list[int]:
     """The postmaster of each PostgreSQL cluster on this machine."""
-    names = {}
-    parents = {}
+    processes = {}  # pid: (name, parent pid)
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            try:
-                names[int(entry.name)] = (entry / "comm").read_text().strip()
-            except OSError:
-                continue
-            if fields is not None:
-                parents[int(entry.name)] = int(fields[1])
-    return [pid for pid, name in names.items() if name == "postgres" and names.get(parents.get(pid)) != "postgres"]
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            processes[int(entry.name)] = (stat[0], int(stat[1][1]))
+    return [
+        pid for pid, (name, parent) in processes.items()
+        if name == "postgres" and processes.get(parent, ("",))[0] != "postgres"
+    ]
 
 
 def percentile(values: list[float], q: float) -> float:
