@@ -257,6 +257,8 @@ def main() -> None:
                   f"({mean * 1000:.1f} ms vs {floor_mean * 1000:.1f} ms), "
                   f"{floor_rate / rate:.2f}x by throughput, "
                   f"{server_cpu / floor_cpu:.2f}x by app-server CPU")
+        if any(total["errors"] for total in results.values()):
+            print("\nThe server's log ends:\n" + server.log_tail())
     finally:
         server.stop()
 

@@ -10,6 +10,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -79,11 +80,14 @@ class Server:
             **(extra_env or {}),
         }
         workers = workers or os.cpu_count() or 2
+        # The server's warnings go to a file, read back when something failed: a pipe nobody reads
+        # would fill and stop the server.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (open for the server's life; closed in stop)
         self.process = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
              *(["--worker-class", "gthread", "--threads", str(threads)] if threads else []),
              "--log-level", "warning", "--backlog", "2048"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=self.log,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -94,7 +98,13 @@ class Server:
                     return
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError("gunicorn did not start: " + (self.process.stderr.read(2000) or b"").decode())
+        raise RuntimeError("gunicorn did not start: " + self.log_tail())
+
+    def log_tail(self, size: int = 4000) -> str:
+        """The end of what the server wrote to its stderr."""
+        self.log.seek(0, os.SEEK_END)
+        self.log.seek(max(0, self.log.tell() - size))
+        return self.log.read().decode(errors="replace")
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -102,6 +112,7 @@ class Server:
             self.process.wait(20)
         except subprocess.TimeoutExpired:
             self.process.kill()
+        self.log.close()
 
 
 class Agent:

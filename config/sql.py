@@ -8,6 +8,7 @@ value converters and parameter adaptation) and do it with a fixed statement.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from contextlib import contextmanager
 
@@ -15,6 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
+from psycopg._preparing import PrepareManager
 
 
 class _Pending(threading.local):
@@ -54,21 +56,149 @@ def _batch(statements):
 
     Several statements in one query take PostgreSQL's simple query protocol, so their parameters are
     bound on the client for it, each statement on its own (psycopg then reuses each one's parsed
-    placeholders), and the joined text goes without parameters. The connection's other statements
-    bind theirs on the server and may be prepared.
+    placeholders), and the joined text goes without parameters. A statement sent often enough on a
+    connection is prepared there once and then goes as `EXECUTE name(values)`, so the database does
+    not parse and plan it again each time (`_Prepared`). The connection's other statements bind
+    theirs on the server and psycopg prepares them itself.
     """
     import psycopg
 
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        raw = psycopg.ClientCursor(connection.connection)
-        text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
+        raw_connection = connection.connection
+        prepared = _Prepared.of(raw_connection)
+        raw = psycopg.ClientCursor(raw_connection)
+        parts = []
+        for statement, params in statements:
+            name = prepared.name(raw, statement) if prepared is not None else None
+            parts.append(raw.mogrify(statement, params) if name is None else raw.mogrify(_execute_text(name, len(params)), params))
+        text = ";\n".join(parts)
     cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
     try:
-        cursor.execute(text)
+        try:
+            cursor.execute(text)
+        except Exception as error:
+            if prepared is not None and getattr(error.__cause__, "sqlstate", None) == _NO_SUCH_STATEMENT:
+                prepared.forget()  # something else emptied the connection's statements: start again
+            raise
         yield cursor
     finally:
         cursor.close()
+
+
+_NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name
+
+
+@functools.cache
+def _numbered(statement: str) -> str:
+    """`statement` with its `%s` placeholders numbered for PREPARE (`$1`, `$2`, ...) and `%%` made `%`."""
+    count = 0
+
+    def number(match):
+        nonlocal count
+        if match.group() == "%%":
+            return "%"
+        count += 1
+        return f"${count}"
+
+    return re.sub(r"%%|%s", number, statement)
+
+
+@functools.cache
+def _execute_text(name: str, count: int) -> str:
+    return f"EXECUTE {name}({', '.join(['%s'] * count)})" if count else f"EXECUTE {name}"
+
+
+class _Prepared:
+    """The batch statements prepared on one psycopg connection, by their text.
+
+    A statement is prepared by itself, in its own round trip, after it has been sent `threshold`
+    times (the connection's `prepare_threshold`; none when that is off, as behind a transaction-mode
+    pooler). Inside a transaction it is prepared within a savepoint, so a statement PostgreSQL
+    cannot prepare (a parameter whose type it cannot tell) costs the transaction nothing and goes
+    as plain text from then on. A prepared statement outlives a rollback, so knowing that its
+    PREPARE succeeded is knowing it exists, until psycopg empties the connection's statements
+    (`DEALLOCATE ALL`, after a rollback or a DROP while it holds prepared statements of its own):
+    the connection's prepare manager is given `_ClearingManager` behaviour, which forgets these too.
+    """
+
+    limit = 200  # statements per connection, as a bound on the server's memory
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.names: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        self.generation = 0
+
+    @classmethod
+    def of(cls, raw_connection) -> _Prepared | None:
+        manager = raw_connection._prepared
+        if type(manager) is not _ClearingManager:
+            if manager.prepare_threshold is None:
+                return None
+            manager.__class__ = _ClearingManager
+            manager.batch = cls(max(manager.prepare_threshold, 1))
+        return manager.batch if manager.prepare_threshold is not None else None
+
+    def forget(self) -> None:
+        self.names.clear()
+        self.counts.clear()
+        self.generation += 1  # names never come back: one left over on the server cannot collide
+
+    def name(self, raw, statement: str) -> str | None:
+        """The prepared name of `statement` on this connection, preparing it now if it is due; or None."""
+        name = self.names.get(statement)
+        if name is not None or statement in _unpreparable:
+            return name
+        if statement.lstrip()[:6].upper() not in _PREPARABLE:
+            _unpreparable.add(statement)  # COMMIT, say
+            return None
+        count = self.counts.get(statement, 0) + 1
+        if count < self.threshold or len(self.names) >= self.limit:
+            self.counts[statement] = count
+            return None
+        self.counts.pop(statement, None)
+        return self._prepare(raw, statement)
+
+    def _prepare(self, raw, statement: str) -> str | None:
+        from psycopg import pq
+
+        status = raw.connection.info.transaction_status
+        if status not in (pq.TransactionStatus.IDLE, pq.TransactionStatus.INTRANS):
+            return None  # a failed transaction: the batch will fail on its own
+        name = f"ap_{self.generation}_{len(self.names) + 1}"
+        text = f"PREPARE {name} AS {_numbered(statement)}"
+        # Outside autocommit psycopg opens a transaction at the first statement, so IDLE is within one too.
+        within = status == pq.TransactionStatus.INTRANS or not raw.connection.autocommit
+        if within:
+            # On its own: a statement that fails to parse stops the whole query it is in, savepoint and all.
+            raw.execute("SAVEPOINT ap_prepare", prepare=False)
+            text += "; RELEASE SAVEPOINT ap_prepare"
+        try:
+            raw.execute(text, prepare=False)
+        except Exception:
+            _unpreparable.add(statement)
+            if within:
+                raw.execute("ROLLBACK TO SAVEPOINT ap_prepare; RELEASE SAVEPOINT ap_prepare", prepare=False)
+            return None
+        self.names[statement] = name
+        return name
+
+
+_unpreparable: set[str] = set()
+_PREPARABLE = {"SELECT", "INSERT", "UPDATE", "DELETE", "VALUES"}  # what PREPARE takes (a WITH is not tried)
+
+
+class _ClearingManager(PrepareManager):
+    """psycopg's prepare manager, which also forgets the batch statements when it empties the connection's."""
+
+    batch: _Prepared
+
+    def clear(self) -> bool:
+        emptied = super().clear()
+        if emptied:  # psycopg is about to send DEALLOCATE ALL
+            self.batch.forget()
+        return emptied
 
 
 def _send(statements: list) -> None:

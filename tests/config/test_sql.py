@@ -50,3 +50,107 @@ def test_a_model_with_init_listeners_is_built_through_its_init(agent, monkeypatc
     finally:
         post_init.disconnect(listener, sender=Agent)
     assert seen == [built]
+
+
+# Batch statements prepared on the connection (PostgreSQL only: elsewhere statements go one by one).
+
+
+@pytest.fixture
+def postgres(agent):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("batch statements are prepared only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+    connection.ensure_connection()
+    return connection
+
+
+def _server_statements(connection) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ap\\_%%'")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _name_and_ids(pk):
+    # Two statements, so they go as one batch.
+    return sql.fetch_many(
+        [
+            (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), [pk, "100% not this"]),
+            ("SELECT %s::int + 1", [41]),
+        ]
+    )
+
+
+def test_a_batch_statement_sent_often_is_prepared_once_and_answers_alike(postgres, agent):
+    # The database parses and plans a prepared statement once per connection, not on every call.
+    first = _name_and_ids(agent.pk)
+    for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):
+        assert _name_and_ids(agent.pk) == first
+    prepared = _server_statements(postgres)
+    assert any("t.name <> $2" in text for text in prepared), prepared  # `%%` became `%`, `%s` became `$n`
+    assert sum("$1::int + 1" in text for text in prepared) == 1
+
+
+def test_batches_go_on_working_after_psycopg_deallocates_everything(postgres, agent):
+    # A rollback while psycopg holds prepared statements of its own makes it send DEALLOCATE ALL,
+    # which removes the batch statements too: the next batch must not name one that is gone.
+    from django.db import transaction
+
+    threshold = sql._Prepared.of(postgres.connection).threshold
+    for _ in range(threshold + 1):
+        _name_and_ids(agent.pk)
+        Agent.objects.filter(pk=agent.pk).exists()  # a single statement psycopg prepares itself
+    assert postgres.connection._prepared._names, "psycopg prepared nothing of its own"
+    assert _server_statements(postgres)
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        _name_and_ids(agent.pk)
+        raise ZeroDivisionError  # roll back
+    assert not _server_statements(postgres)
+    for _ in range(threshold + 1):
+        assert _name_and_ids(agent.pk)[1] == [(42,)]
+    assert _server_statements(postgres)
+
+
+def test_a_statement_postgres_cannot_prepare_costs_the_transaction_nothing(postgres, agent):
+    # `%s IS NULL` gives PREPARE no type for its parameter; inside a transaction the failed PREPARE
+    # is undone by its savepoint and the statement goes as text.
+    from django.db import transaction
+
+    statements = [("SELECT 1 WHERE %s IS NULL", [None]), ("SELECT %s::int", [7])]
+    with transaction.atomic():
+        Agent.objects.filter(pk=agent.pk).update(name="inside")
+        for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):
+            assert sql.fetch_many(statements) == [[(1,)], [(7,)]]
+        assert Agent.objects.get(pk=agent.pk).name == "inside"  # the transaction is alive
+    assert "SELECT 1 WHERE %s IS NULL" in sql._unpreparable
+
+
+def test_a_connection_whose_statements_vanish_recovers_on_the_next_batch(postgres, agent):
+    # One batch fails (and its transaction rolls back, as a request's would); the next one works.
+    from django.db import DatabaseError, transaction
+
+    for _ in range(sql._Prepared.of(postgres.connection).threshold + 1):
+        _name_and_ids(agent.pk)
+    with postgres.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # behind psycopg's back
+    postgres.connection._prepared.clear()  # psycopg's own are gone too
+    with pytest.raises(DatabaseError, match="does not exist"), transaction.atomic():
+        _name_and_ids(agent.pk)
+    assert _name_and_ids(agent.pk)[1] == [(42,)]
+
+
+def test_a_failed_prepare_at_the_start_of_a_transaction_costs_it_nothing(transactional_db):
+    # The first statement of an outermost atomic block: psycopg has not begun the transaction yet.
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("batch statements are prepared only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+    org = Organization.objects.create(slug="sql-start", name="SQL start")
+    statements = [("SELECT 2 WHERE %s IS NULL", [None]), ("SELECT COUNT(*) FROM accounts_organization WHERE slug = %s", ["sql-start"])]
+    connection.ensure_connection()
+    for _ in range(sql._Prepared.of(connection.connection).threshold + 2):
+        with transaction.atomic():
+            assert sql.fetch_many(statements) == [[(2,)], [(1,)]]
+            Organization.objects.filter(pk=org.pk).update(name="renamed")
+    assert Organization.objects.get(pk=org.pk).name == "renamed"
+    assert "SELECT 2 WHERE %s IS NULL" in sql._unpreparable
