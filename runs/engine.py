@@ -195,6 +195,9 @@ def load_for_write(
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
+    # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
+    # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
+    locked._saved = {name: getattr(locked, name) for name in RUN_COLUMNS}
     locked.version = published_version(locked.version_id)
     txn = Txn(
         run=locked,
@@ -224,7 +227,7 @@ def flush(txn: Txn) -> None:
         # A new run is inserted once, already in its first state; with its key reserved, in the batch.
         (sql.insert_later if run.pk is not None else sql.insert)(run)
     else:
-        sql.update(Run, run.pk, {name: getattr(run, name) for name in RUN_COLUMNS})
+        sql.update(Run, run.pk, _run_changes(run))
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.
@@ -265,6 +268,21 @@ def flush(txn: Txn) -> None:
         for step_id, _attempt in txn.notices:
             record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
         transaction.on_commit(_after_commit(run.pk))
+
+
+def _run_changes(run: Run) -> dict:
+    """The run's columns that differ from what was loaded: all of them on a run not loaded for this write."""
+    saved = getattr(run, "_saved", None)
+    if saved is None:
+        return {name: getattr(run, name) for name in RUN_COLUMNS}
+    changes = {}
+    for name in RUN_COLUMNS:
+        value, before = getattr(run, name), saved[name]
+        # `data` by identity: a replaced document is a changed one, and comparing a large one costs more.
+        if value is not before and (name == "data" or value != before):
+            changes[name] = value
+    run._saved = {**saved, **changes}
+    return changes
 
 
 def _after_commit(run_id: int):

@@ -97,3 +97,28 @@ def test_query_counts_are_flat_in_a_steps_history(publish, agent, person_caller)
     assert later == first, (first, later)
     view = agent("get_run", runId=run_id)
     assert len(view["data"]["steps"]["work"]["history"]) == 13
+
+
+def test_a_write_sends_only_the_run_columns_it_changed(publish, agent, monkeypatch):
+    # A claim changes the run's wake-up (its lease's expiry), not its data: the run document, which
+    # grows with every step's record, is not sent again on every write.
+    from config import sql
+    from runs.models import Run
+
+    publish(ONE_STEP)
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"})["run"]["id"]
+    sent = []
+    update = sql.update
+
+    def recording(model, pk, changes):
+        if model is Run:
+            sent.append(set(changes))
+        update(model, pk, changes)
+
+    monkeypatch.setattr(sql, "update", recording)
+    token = agent.write("claim", runId=run_id, stepId="work")["token"]
+    assert sent and "data" not in sent[-1] and sent[-1] == {"wake_at", "updated_at"}, sent
+    agent.write("submit", token=token, output={"result": "r"}, summary="s")
+    assert {"data", "state", "outcome", "ended"} <= sent[-1], sent
+    run = Run.objects.get(pk=int(run_id.removeprefix("r_")))
+    assert run.data["steps"]["work"]["output"] == {"result": "r"} and run.outcome == "completed"
