@@ -43,7 +43,7 @@ def deferred(*, commit: bool = False):
     try:
         yield
         statements, _pending.statements = _pending.statements, None
-        if commit and statements and connection.vendor == "postgresql":
+        if commit and statements and postgres():
             statements.append(("COMMIT", []))
         _send(statements)
     finally:
@@ -63,9 +63,10 @@ def _batch(statements):
     """
     import psycopg
 
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        raw_connection = connection.connection
+    db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
+    db.ensure_connection()
+    with db.wrap_database_errors:
+        raw_connection = db.connection
         prepared = _Prepared.of(raw_connection)
         raw = psycopg.ClientCursor(raw_connection)
         parts = []
@@ -73,7 +74,7 @@ def _batch(statements):
             name = prepared.name(raw, statement) if prepared is not None else None
             parts.append(raw.mogrify(statement, params) if name is None else raw.mogrify(_execute_text(name, len(params)), params))
         text = ";\n".join(parts)
-    cursor = connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
+    cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     try:
         try:
             cursor.execute(text)
@@ -204,7 +205,7 @@ class _ClearingManager(PrepareManager):
 def _send(statements: list) -> None:
     if not statements:
         return
-    if connection.vendor == "postgresql" and len(statements) > 1:
+    if postgres() and len(statements) > 1:
         with _batch(statements):
             pass  # nothing to read back
         return
@@ -224,6 +225,11 @@ def _execute(text: str, params: list) -> None:
 
 
 @functools.cache
+def postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@functools.cache
 def columns(model, alias: str) -> str:
     """The model's concrete columns, qualified by `alias`, in field order (what `build` expects)."""
     quote = connection.ops.quote_name
@@ -239,9 +245,9 @@ def _converters(model) -> list:
     return plan
 
 
-def convert(model, values) -> list:
+def convert(model, values, db=None) -> list:
     """Turn raw column values (as the driver returned them) into Python values, as the ORM would."""
-    db = connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each converter reads it without the proxy
+    db = db or connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each converter reads it without the proxy
     out = []
     for (col, converters), value in zip(_converters(model), values, strict=True):
         for converter in converters:
@@ -250,18 +256,21 @@ def convert(model, values) -> list:
     return out
 
 
-def build(model, values):
-    """A model instance from a row of `columns(model, ...)`, or None when the row's primary key is NULL."""
+def build(model, values, db=None):
+    """A model instance from a row of `columns(model, ...)`, or None when the row's primary key is NULL.
+
+    `db`, the connection wrapper, spares each row looking it up when many are built.
+    """
     # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
     if values[_pk_index(model)] is None:
         return None
     attnames = _plain_attnames(model)
     if attnames is None:
-        return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values))
+        return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values, db))
     # What Model.__init__ does for a full row of a model nothing listens to: the field values and
     # the state of a row that is already in the database, without the per-field bookkeeping.
     obj = model.__new__(model)
-    obj.__dict__.update(zip(attnames, convert(model, values), strict=True))
+    obj.__dict__.update(zip(attnames, convert(model, values, db), strict=True))
     state = obj._state = ModelState()
     state.adding = False
     state.db = DEFAULT_DB_ALIAS
@@ -313,14 +322,13 @@ def update(model, pk, changes: dict) -> None:
     _execute(statement, params)
 
 
-def _insert_values(obj, fields) -> list:
+def _insert_values(obj, fields, db) -> list:
     for field in fields:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
         if field.is_relation and getattr(obj, field.attname) is None and field.is_cached(obj):
             related = field.get_cached_value(obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.attname, related.pk)
-    db = connections[DEFAULT_DB_ALIAS]
     return [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
 
 
@@ -353,7 +361,8 @@ def insert(*objs) -> None:
         return
     model = type(objs[0])
     statement, fields = _insert_statement(model, returning=True)
-    answers = fetch_many([(statement, _insert_values(obj, fields)) for obj in objs])
+    db = connections[DEFAULT_DB_ALIAS]
+    answers = fetch_many([(statement, _insert_values(obj, fields, db)) for obj in objs])
     for obj, [(pk,)] in zip(objs, answers, strict=True):
         setattr(obj, model._meta.pk.attname, pk)
         _saved(obj)
@@ -364,9 +373,10 @@ def insert_later(*objs) -> None:
 
     Inside `deferred()` the INSERTs wait for the batch.
     """
+    db = connections[DEFAULT_DB_ALIAS]
     for obj in objs:
         statement, fields = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
-        _execute(statement, _insert_values(obj, fields))
+        _execute(statement, _insert_values(obj, fields, db))
         _saved(obj)
 
 
@@ -383,7 +393,7 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
     A row given its key this way can be INSERTed with the write's other statements (`insert_later`)
     instead of on its own to learn its key. None where keys come only from the INSERT (SQLite).
     """
-    if connection.vendor != "postgresql":
+    if not postgres():
         return None
     name = _sequence(model).replace("'", "''")
     return f"SELECT nextval('{name}') FROM generate_series(1, %s)", [count]
@@ -392,7 +402,7 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
 def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     results = []
-    if connection.vendor == "postgresql" and len(statements) > 1:
+    if postgres() and len(statements) > 1:
         with _batch(statements) as cursor:
             for index in range(len(statements)):
                 if index:
@@ -420,8 +430,9 @@ def select_many(queries, *, raw=()) -> list[list]:
     """
     statements = [(select_text(model, where, suffix), params) for model, where, params, suffix in queries]
     found = fetch_many([*statements, *raw])
+    db = connections[DEFAULT_DB_ALIAS]
     built = [
-        [build(model, row) for row in rows]
+        [build(model, row, db) for row in rows]
         for (model, *_rest), rows in zip(queries, found[: len(queries)], strict=True)
     ]
     return built + found[len(queries):]
