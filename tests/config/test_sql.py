@@ -154,3 +154,31 @@ def test_a_failed_prepare_at_the_start_of_a_transaction_costs_it_nothing(transac
             Organization.objects.filter(pk=org.pk).update(name="renamed")
     assert Organization.objects.get(pk=org.pk).name == "renamed"
     assert "SELECT 2 WHERE %s IS NULL" in sql._unpreparable
+
+
+def test_with_preparing_turned_off_batches_go_as_plain_text(postgres, agent):
+    # DATABASE_PREPARE_THRESHOLD=0, as behind a transaction-mode pooler, which would hand a
+    # statement prepared on one server connection to a client on another.
+    from django.test.utils import CaptureQueriesContext
+
+    raw = postgres.connection
+    before = raw.prepare_threshold
+    raw.prepare_threshold = None
+    try:
+        with CaptureQueriesContext(postgres) as captured:
+            for _ in range(8):
+                assert _name_and_ids(agent.pk)[1] == [(42,)]
+    finally:
+        raw.prepare_threshold = before
+    assert captured and not any("EXECUTE" in query["sql"] for query in captured), captured[-1]["sql"]
+    assert "EXECUTE" in _executed_after_warming(postgres, agent)
+
+
+def _executed_after_warming(postgres, agent) -> str:
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(sql._Prepared.of(postgres.connection).threshold + 1):
+        _name_and_ids(agent.pk)
+    with CaptureQueriesContext(postgres) as captured:
+        _name_and_ids(agent.pk)
+    return captured[-1]["sql"]
