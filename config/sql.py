@@ -152,10 +152,11 @@ class _Prepared:
         if name is not None or statement in _unpreparable:
             return name
         if statement.lstrip()[:6].upper() not in _PREPARABLE:
-            _unpreparable.add(statement)  # COMMIT, say
-            return None
+            return None  # COMMIT, say
         count = self.counts.get(statement, 0) + 1
         if count < self.threshold or len(self.names) >= self.limit:
+            if len(self.counts) >= self.limit * 5:
+                self.counts.clear()  # texts that vary from call to call: counting them would only grow
             self.counts[statement] = count
             return None
         self.counts.pop(statement, None)
