@@ -12,10 +12,12 @@ import re
 import threading
 from contextlib import contextmanager
 
+import psycopg
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
+from psycopg import pq
 from psycopg._preparing import PrepareManager
 
 
@@ -61,8 +63,6 @@ def _batch(statements):
     not parse and plan it again each time (`_Prepared`). The connection's other statements bind
     theirs on the server and psycopg prepares them itself.
     """
-    import psycopg
-
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
     with db.wrap_database_errors:
@@ -72,7 +72,7 @@ def _batch(statements):
         parts = []
         for statement, params in statements:
             name = prepared.name(raw, statement) if prepared is not None else None
-            parts.append(raw.mogrify(statement, params) if name is None else raw.mogrify(_execute_text(name, len(params)), params))
+            parts.append(raw.mogrify(statement if name is None else _execute_text(name, len(params)), params))
         text = ";\n".join(parts)
     cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     try:
@@ -134,12 +134,12 @@ class _Prepared:
     @classmethod
     def of(cls, raw_connection) -> _Prepared | None:
         manager = raw_connection._prepared
+        if manager.prepare_threshold is None:
+            return None
         if type(manager) is not _ClearingManager:
-            if manager.prepare_threshold is None:
-                return None
             manager.__class__ = _ClearingManager
             manager.batch = cls(max(manager.prepare_threshold, 1))
-        return manager.batch if manager.prepare_threshold is not None else None
+        return manager.batch
 
     def forget(self) -> None:
         self.names.clear()
@@ -163,8 +163,6 @@ class _Prepared:
         return self._prepare(raw, statement)
 
     def _prepare(self, raw, statement: str) -> str | None:
-        from psycopg import pq
-
         status = raw.connection.info.transaction_status
         if status not in (pq.TransactionStatus.IDLE, pq.TransactionStatus.INTRANS):
             return None  # a failed transaction: the batch will fail on its own
