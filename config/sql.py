@@ -61,7 +61,8 @@ def _batch(statements):
     placeholders), and the joined text goes without parameters. A statement sent often enough on a
     connection is prepared there once and then goes as `EXECUTE name(values)`, so the database does
     not parse and plan it again each time (`_Prepared`). The connection's other statements bind
-    theirs on the server and psycopg prepares them itself.
+    theirs on the server and psycopg prepares them itself. A batch that is a transaction's first
+    query carries that transaction's BEGIN at its head, instead of psycopg sending it on its own.
     """
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
@@ -73,11 +74,24 @@ def _batch(statements):
         for statement, params in statements:
             name = prepared.name(raw, statement) if prepared is not None else None
             parts.append(raw.mogrify(statement if name is None else _execute_text(name, len(params)), params))
+        opens = _opens_transaction(raw_connection)
+        if opens:
+            parts.insert(0, raw_connection._get_tx_start_command().decode())
         text = ";\n".join(parts)
     cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     try:
         try:
-            cursor.execute(text)
+            if opens:
+                # The batch carries the transaction's BEGIN: psycopg, which would send its own in a
+                # round trip before the batch, is kept from doing so for this one query.
+                raw_connection._autocommit = True
+                try:
+                    cursor.execute(text)
+                finally:
+                    raw_connection._autocommit = False
+                cursor.nextset()  # past BEGIN's result, to the first statement's
+            else:
+                cursor.execute(text)
         except Exception as error:
             if prepared is not None and getattr(error.__cause__, "sqlstate", None) == _NO_SUCH_STATEMENT:
                 prepared.forget()  # something else emptied the connection's statements: start again
@@ -85,6 +99,15 @@ def _batch(statements):
         yield cursor
     finally:
         cursor.close()
+
+
+def _opens_transaction(raw_connection) -> bool:
+    """Whether the next query on this psycopg connection starts a transaction (psycopg would send BEGIN)."""
+    return (
+        not raw_connection.autocommit
+        and raw_connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
+        and raw_connection._pipeline is None
+    )
 
 
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name

@@ -182,3 +182,61 @@ def _executed_after_warming(postgres, agent) -> str:
     with CaptureQueriesContext(postgres) as captured:
         _name_and_ids(agent.pk)
     return captured[-1]["sql"]
+
+
+def _commands_sent(monkeypatch) -> list[bytes]:
+    """The commands psycopg sends on its own, outside any query (BEGIN, COMMIT, ROLLBACK), as they go."""
+    from psycopg._connection_base import BaseConnection
+
+    sent, original = [], BaseConnection._exec_command
+
+    def recording(self, command, *args, **kwargs):
+        sent.append(command if isinstance(command, bytes) else str(command).encode())
+        return original(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(BaseConnection, "_exec_command", recording)
+    return sent
+
+
+def test_a_batch_that_starts_a_transaction_carries_its_begin(transactional_db, monkeypatch):
+    # One round trip fewer per write: the lock and reads go with the BEGIN that psycopg would send alone.
+    from django.db import connection, transaction
+    from psycopg import pq
+
+    if connection.vendor != "postgresql":
+        pytest.skip("batches exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+    org = Organization.objects.create(slug="sql-begin", name="Before")
+    connection.ensure_connection()
+    sent = _commands_sent(monkeypatch)
+    with transaction.atomic():
+        rows = sql.fetch_many([("SELECT name FROM accounts_organization WHERE id = %s FOR UPDATE", [org.pk]),
+                               ("SELECT %s::int", [3])])
+        assert rows == [[("Before",)], [(3,)]]  # the results start at the first statement, not at BEGIN
+        assert connection.connection.info.transaction_status == pq.TransactionStatus.INTRANS
+        Organization.objects.filter(pk=org.pk).update(name="After")
+    assert not any(command.startswith(b"BEGIN") for command in sent), sent
+    assert Organization.objects.get(pk=org.pk).name == "After"
+
+
+def test_a_transaction_begun_by_a_batch_rolls_back_whole(transactional_db, monkeypatch):
+    from django.db import connection, transaction
+
+    if connection.vendor != "postgresql":
+        pytest.skip("batches exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+    org = Organization.objects.create(slug="sql-undo", name="Kept")
+    connection.ensure_connection()
+    sent = _commands_sent(monkeypatch)
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        with sql.deferred():  # two UPDATEs: one batch, the transaction's first query
+            sql.update(Organization, org.pk, {"name": "Lost"})
+            sql.update(Organization, org.pk, {"slug": "sql-lost"})
+        assert Organization.objects.get(pk=org.pk).name == "Lost"
+        raise ZeroDivisionError
+    assert Organization.objects.get(pk=org.pk).name == "Kept"
+    assert b"ROLLBACK" in sent
+    # A batch whose statement fails leaves a transaction that the atomic block rolls back, as any other.
+    with pytest.raises(Exception, match="division by zero"), transaction.atomic():
+        sql._send([("UPDATE accounts_organization SET name = %s WHERE id = %s", ["Lost", org.pk]),
+                   ("SELECT 1 / %s::int", [0])])
+    assert Organization.objects.get(pk=org.pk).name == "Kept"
+    assert sql.fetch_many([("SELECT %s::int", [5]), ("SELECT %s::int", [6])]) == [[(5,)], [(6,)]]
