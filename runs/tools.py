@@ -17,6 +17,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jsonschema_rs
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
@@ -52,6 +53,19 @@ def _validator(tool: str) -> Draft202012Validator:
     return Draft202012Validator(argument_schema(tool))
 
 
+@functools.cache
+def _fast_validator(tool: str) -> jsonschema_rs.Draft202012Validator:
+    return jsonschema_rs.Draft202012Validator(argument_schema(tool))
+
+
+def fits(tool: str, arguments) -> bool:
+    """Whether `arguments` fit the tool's schema, in about a microsecond (a compiled validator)."""
+    try:
+        return _fast_validator(tool).is_valid(arguments)
+    except (ValueError, TypeError, OverflowError):
+        return False  # nothing it can read: let the full check below name what is wrong
+
+
 def unstorable(value, path: str = "") -> list[str]:
     """Name every place no database can store: NUL characters, NaN or infinite numbers, deep nesting."""
     found, stack = [], [(value, path, 1)]
@@ -85,6 +99,9 @@ def check_arguments(tool: str, arguments) -> None:
     if not isinstance(arguments, dict):
         raise Invalid("Arguments must be a JSON object.", ["arguments: expected object"])
     issues = unstorable(arguments)
+    if not issues and fits(tool, arguments):
+        return
+    # Only arguments that break the contract come here, where every problem is named.
     for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
         if error.validator == "additionalProperties":
