@@ -221,9 +221,15 @@ def main() -> None:
               f"in {args.rounds} round(s), gunicorn workers: {args.workers or 'one per core'}, "
               f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}\n")
         results = {name: {"latencies": {}, "runs": 0, "errors": 0, "elapsed": 0.0, "cpu": {}} for name in SCENARIOS}
+        per_round = []  # each round's {scenario: (mean latency, server CPU per call)}
         for _ in range(args.rounds):
+            this_round = {}
+            per_round.append(this_round)
             for name in SCENARIOS:
                 latencies, counts, elapsed, cpu = drive(server, tokens, name, args.seconds / args.rounds, args.processes)
+                values = [v for tool_values in latencies.values() for v in tool_values]
+                if values:
+                    this_round[name] = (statistics.fmean(values), cpu["server"] / len(values))
                 total = results[name]
                 for tool, values in latencies.items():
                     total["latencies"].setdefault(tool, []).extend(values)
@@ -257,6 +263,13 @@ def main() -> None:
                   f"({mean * 1000:.1f} ms vs {floor_mean * 1000:.1f} ms), "
                   f"{floor_rate / rate:.2f}x by throughput, "
                   f"{server_cpu / floor_cpu:.2f}x by app-server CPU")
+        if args.rounds > 1:
+            # How far the rounds disagree: on shared cores the machine's speed drifts between them.
+            for name in ("one-step", "five-step"):
+                pairs = [(r[name], r["floor"]) for r in per_round if name in r and "floor" in r]
+                print(f"{name}, round by round: by mean latency "
+                      + " ".join(f"{tool[0] / floor[0]:.2f}" for tool, floor in pairs)
+                      + "; by app-server CPU " + " ".join(f"{tool[1] / floor[1]:.2f}" for tool, floor in pairs))
         if any(total["errors"] for total in results.values()):
             print("\nThe server's log ends:\n" + server.log_tail())
     finally:
