@@ -7,14 +7,17 @@ value converters and parameter adaptation) and do it with a fixed statement.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import re
 import threading
 from contextlib import contextmanager
 
 import psycopg
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
+from django.db.models import fields as model_fields
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 from psycopg import pq
@@ -70,6 +73,8 @@ def _batch(statements):
         raw_connection = db.connection
         prepared = _Prepared.of(raw_connection)
         raw = psycopg.ClientCursor(raw_connection)
+        if _utc(db, raw_connection):
+            raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
         parts = []
         for statement, params in statements:
             name = prepared.name(raw, statement) if prepared is not None else None
@@ -99,6 +104,21 @@ def _batch(statements):
         yield cursor
     finally:
         cursor.close()
+
+
+# psycopg's own timestamptz loader, in C where psycopg has its C module: what a batch's rows are read with.
+_TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
+_C_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ, pq.Format.TEXT)
+
+
+def _utc(db, raw_connection) -> bool:
+    """Whether psycopg's timestamptz loader reads values as Django's would on this connection.
+
+    Django reads timestamptz with a loader of its own, in Python, that gives each datetime Django's
+    time zone. Where that zone and the session's are both UTC, psycopg's loader gives the same
+    datetimes, about twenty times faster.
+    """
+    return settings.USE_TZ and db.timezone is dt.UTC and raw_connection.info.timezone is dt.UTC
 
 
 def _opens_transaction(raw_connection) -> bool:
@@ -339,7 +359,7 @@ def update(model, pk, changes: dict) -> None:
         return
     statement, fields = _update_statement(model, tuple(changes))
     db = connections[DEFAULT_DB_ALIAS]
-    params = [field.get_db_prep_save(value, db) for field, value in zip(fields, changes.values(), strict=True)]
+    params = [_db_value(field, value, db) for field, value in zip(fields, changes.values(), strict=True)]
     params.append(pk)
     _execute(statement, params)
 
@@ -351,7 +371,48 @@ def _insert_values(obj, fields, db) -> list:
             related = field.get_cached_value(obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.attname, related.pk)
-    return [field.get_db_prep_save(field.pre_save(obj, True), db) for field in fields]
+    return [_db_value(field, field.pre_save(obj, True), db) for field in fields]
+
+
+def _db_value(field, value, db):
+    """`field.get_db_prep_save(value, db)`, skipping the call where it would make nothing new of `value`."""
+    kind = _passes(field)
+    if kind is not None and (value is None or (type(value) is kind and (kind is not dt.datetime or value.tzinfo))):
+        return value
+    return field.get_db_prep_save(value, db)
+
+
+# Fields whose get_db_prep_save makes nothing new of a value of this exact type (or None): such a value
+# goes as it is, without the call. (On PostgreSQL Django wraps an int in the column's integer type, for
+# parameters bound on the server; the column gives an INSERT's or UPDATE's value that type all the same.)
+# Subclasses are left out; they may prepare values their own way.
+_PLAIN_FIELDS = {
+    int: (
+        model_fields.IntegerField, model_fields.BigIntegerField, model_fields.SmallIntegerField,
+        model_fields.PositiveIntegerField, model_fields.PositiveSmallIntegerField,
+        model_fields.PositiveBigIntegerField, model_fields.AutoField, model_fields.BigAutoField,
+    ),
+    str: (model_fields.CharField, model_fields.TextField),
+    bool: (model_fields.BooleanField,),
+}
+
+
+@functools.cache
+def _passes(field) -> type | None:
+    """The Python type of values that `field` may send to the database as they are, or None.
+
+    A foreign key sends its target's key as it is. An aware datetime goes unchanged to PostgreSQL,
+    which takes it with its offset; SQLite needs it turned to text.
+    """
+    if field.is_relation:
+        return _passes(field.target_field) if field.many_to_one or field.one_to_one else None
+    kind = type(field)
+    for python_type, field_types in _PLAIN_FIELDS.items():
+        if kind in field_types:
+            return python_type
+    if kind is model_fields.DateTimeField and postgres() and settings.USE_TZ:
+        return dt.datetime
+    return None
 
 
 @functools.cache

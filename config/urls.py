@@ -5,12 +5,13 @@ from django.urls import include, path
 
 from .health import healthz
 
+# The tool API first: Django tries the patterns in order, and it takes most of the requests.
 urlpatterns = [
+    path("", include("runs.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("", include("accounts.urls")),
-    path("", include("runs.urls")),
     path("", include("work.urls")),
     path("", include("processes.urls")),
     path("", include("config.mcp_urls")),
@@ -20,4 +21,4 @@ if os.environ.get("BENCH_FLOOR"):
     # The benchmark's floor endpoint (bench/agents.py); never mounted otherwise.
     from bench.floor import FloorView
 
-    urlpatterns.append(path("bench/floor", FloorView.as_view()))
+    urlpatterns.insert(0, path("bench/floor", FloorView.as_view()))

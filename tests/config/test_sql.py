@@ -1,6 +1,7 @@
 """config.sql builds the same model instances the ORM would, from the same rows."""
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
@@ -240,3 +241,70 @@ def test_a_transaction_begun_by_a_batch_rolls_back_whole(transactional_db, monke
                    ("SELECT 1 / %s::int", [0])])
     assert Organization.objects.get(pk=org.pk).name == "Kept"
     assert sql.fetch_many([("SELECT %s::int", [5]), ("SELECT %s::int", [6])]) == [[(5,)], [(6,)]]
+
+
+def _every_model_field():
+    from django.apps import apps
+
+    return [field for model in apps.get_models() for field in model._meta.concrete_fields]
+
+
+def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
+    # config.sql skips get_db_prep_save where it would make nothing new of the value; the driver
+    # must then write the very literal the ORM's value gives, for every field of every model.
+    import datetime as dt
+
+    import psycopg
+    from django.db import connection
+
+    samples = [0, 7, -3, 2**40, True, False, "", "it's", "100%", None,
+               dt.datetime(2026, 1, 2, 3, 4, 5, 6000, tzinfo=dt.UTC),
+               dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))]
+    skipped = checked = 0
+    for field in _every_model_field():
+        for value in samples:
+            try:
+                orm = field.get_db_prep_save(value, connection)
+            except (TypeError, ValueError, ValidationError):
+                with pytest.raises((TypeError, ValueError, ValidationError)):  # refused alike
+                    sql._db_value(field, value, connection)
+                continue
+            fast = sql._db_value(field, value, connection)
+            if fast is not value:
+                skipped += 1
+                continue  # went through get_db_prep_save, as the ORM does
+            checked += 1
+            if connection.vendor == "postgresql":
+                literal = psycopg.ClientCursor(connection.connection).mogrify
+                assert literal("%s", [fast]) == literal("%s", [orm]), (field, value)
+            else:
+                assert fast == orm and type(fast) is type(orm), (field, value)
+    assert checked and skipped  # both ways were taken
+    # A naive datetime keeps the ORM's warning and is made aware: it goes through the field.
+    naive = dt.datetime(2026, 1, 2, 3, 4, 5)
+    with pytest.warns(RuntimeWarning, match="naive datetime"):
+        assert sql._db_value(Organization._meta.get_field("created_at"), naive, connection) is not naive
+
+
+def test_a_batch_reads_timestamps_as_django_would(postgres):
+    # A batch reads timestamptz with psycopg's own loader only where that gives what Django's loader
+    # gives: Django's zone and the session's both UTC.
+    import datetime as dt
+
+    from django.db import transaction
+
+    query = [("SELECT %s::timestamptz", ["2026-01-01T00:00:00+02:00"]), ("SELECT now()", [])]
+    [[(moment,)], _now] = sql.fetch_many(query)
+    assert moment == dt.datetime(2025, 12, 31, 22, 0, tzinfo=dt.UTC) and moment.tzinfo is dt.UTC
+    assert sql._utc(postgres, postgres.connection)
+    with transaction.atomic():
+        with postgres.cursor() as cursor:
+            cursor.execute("SET LOCAL TIME ZONE 'Asia/Kathmandu'")
+        assert not sql._utc(postgres, postgres.connection)
+        [[(moment,)], _now] = sql.fetch_many(query)
+        with postgres.cursor() as cursor:
+            cursor.execute(*query[0])
+            [(as_the_orm_reads,)] = cursor.fetchall()
+        # Django's loader, as the ORM reads (which takes the session for UTC, as Django sets it).
+        assert moment == as_the_orm_reads and moment.tzinfo is as_the_orm_reads.tzinfo
+        assert moment != dt.datetime(2025, 12, 31, 22, 0, tzinfo=dt.UTC)  # psycopg's would differ here
