@@ -377,7 +377,9 @@ def _insert_values(obj, fields, db) -> list:
 def _db_value(field, value, db):
     """`field.get_db_prep_save(value, db)`, skipping the call where it would make nothing new of `value`."""
     kind = _passes(field)
-    if kind is not None and (value is None or (type(value) is kind and (kind is not dt.datetime or value.tzinfo))):
+    if kind is not None and (
+        value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None))
+    ):
         return value
     return field.get_db_prep_save(value, db)
 

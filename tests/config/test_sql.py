@@ -281,9 +281,14 @@ def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
                 assert fast == orm and type(fast) is type(orm), (field, value)
     assert checked and skipped  # both ways were taken
     # A naive datetime keeps the ORM's warning and is made aware: it goes through the field.
-    naive = dt.datetime(2026, 1, 2, 3, 4, 5)
-    with pytest.warns(RuntimeWarning, match="naive datetime"):
-        assert sql._db_value(Organization._meta.get_field("created_at"), naive, connection) is not naive
+    class NoOffset(dt.tzinfo):
+        def utcoffset(self, moment):
+            return None
+
+    created = Organization._meta.get_field("created_at")
+    for naive in (dt.datetime(2026, 1, 2, 3, 4, 5), dt.datetime(2026, 1, 2, tzinfo=NoOffset())):
+        with pytest.warns(RuntimeWarning, match="naive datetime"):
+            assert sql._db_value(created, naive, connection) is not naive
 
 
 def test_a_batch_reads_timestamps_as_django_would(postgres):
