@@ -20,8 +20,9 @@ from django.db.models import Model
 from django.db.models import fields as model_fields
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
-from psycopg import pq
+from psycopg import adapt, pq
 from psycopg._preparing import PrepareManager
+from psycopg._queries import PostgresClientQuery
 
 
 class _Pending(threading.local):
@@ -60,7 +61,7 @@ def _batch(statements):
     """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
 
     Several statements in one query take PostgreSQL's simple query protocol, so their parameters are
-    bound on the client for it, each statement on its own (psycopg then reuses each one's parsed
+    bound on the client for it, as psycopg's mogrify does (psycopg then reuses each one's parsed
     placeholders), and the joined text goes without parameters. A statement sent often enough on a
     connection is prepared there once and then goes as `EXECUTE name(values)`, so the database does
     not parse and plan it again each time (`_Prepared`). The connection's other statements bind
@@ -75,14 +76,23 @@ def _batch(statements):
         raw = psycopg.ClientCursor(raw_connection)
         if _utc(db, raw_connection):
             raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+        # One transformer for the whole batch, as mogrify would make for each statement: each type's
+        # dumper is looked up once.
+        transformer = adapt.Transformer(raw)
+        literal = transformer.as_literal
         parts = []
         for statement, params in statements:
             name = prepared.name(raw, statement) if prepared is not None else None
-            parts.append(raw.mogrify(statement if name is None else _execute_text(name, len(params)), params))
+            if name is None:
+                query = PostgresClientQuery(transformer)
+                query.convert(statement, params)
+                parts.append(query.query)
+            else:
+                parts.append(_execute_bytes(name, [b"NULL" if p is None else literal(p) for p in params]))
         opens = _opens_transaction(raw_connection)
         if opens:
-            parts.insert(0, raw_connection._get_tx_start_command().decode())
-        text = ";\n".join(parts)
+            parts.insert(0, raw_connection._get_tx_start_command())
+        text = b";\n".join(parts).decode(transformer.encoding)
     cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     try:
         try:
@@ -149,9 +159,9 @@ def _numbered(statement: str) -> str:
     return re.sub(r"%%|%s", number, statement)
 
 
-@functools.cache
-def _execute_text(name: str, count: int) -> str:
-    return f"EXECUTE {name}({', '.join(['%s'] * count)})" if count else f"EXECUTE {name}"
+def _execute_bytes(name: str, literals: list[bytes]) -> bytes:
+    """`EXECUTE name(...)` with the parameters' literals, as psycopg's mogrify would write it."""
+    return b"EXECUTE %b(%b)" % (name.encode(), b", ".join(literals)) if literals else b"EXECUTE " + name.encode()
 
 
 class _Prepared:
@@ -348,10 +358,12 @@ def field_value(model, name: str, value):
 
 @functools.cache
 def _update_statement(model, names: tuple) -> tuple[str, list]:
+    """The UPDATE of `names` by primary key, and each of those fields with `_passes(field)`."""
     quote = connection.ops.quote_name
     fields = [model._meta.get_field(name) for name in names]
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-    return f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s", fields
+    statement = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
+    return statement, [(field, _passes(field)) for field in fields]
 
 
 def update(model, pk, changes: dict) -> None:
@@ -360,24 +372,28 @@ def update(model, pk, changes: dict) -> None:
         return
     statement, fields = _update_statement(model, tuple(changes))
     db = connections[DEFAULT_DB_ALIAS]
-    params = [_db_value(field, value, db) for field, value in zip(fields, changes.values(), strict=True)]
+    params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
     params.append(pk)
     _execute(statement, params)
 
 
 def _insert_values(obj, fields, db) -> list:
-    for field in fields:
+    for field, _kind in fields:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
         if field.is_relation and getattr(obj, field.attname) is None and field.is_cached(obj):
             related = field.get_cached_value(obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.attname, related.pk)
-    return [_db_value(field, field.pre_save(obj, True), db) for field in fields]
+    return [_prep(field, kind, field.pre_save(obj, True), db) for field, kind in fields]
 
 
 def _db_value(field, value, db):
     """`field.get_db_prep_save(value, db)`, skipping the call where it would make nothing new of `value`."""
-    kind = _passes(field)
+    return _prep(field, _passes(field), value, db)
+
+
+def _prep(field, kind, value, db):
+    """`_db_value` with `_passes(field)` already known: statements keep it with their fields."""
     if kind is not None and (
         value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None))
     ):
@@ -420,7 +436,8 @@ def _passes(field) -> type | None:
 
 @functools.cache
 def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[str, list]:
-    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, and those fields.
+    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, and those fields
+    with `_passes(field)` each.
 
     One row per statement: a fixed text whose parsed placeholders the driver keeps, where a statement
     of many rows would be parsed anew each time; several go to PostgreSQL in one round trip anyway.
@@ -433,7 +450,7 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
     )
     if returning:
         statement += f" RETURNING {quote(model._meta.pk.column)}"
-    return statement, fields
+    return statement, [(field, _passes(field)) for field in fields]
 
 
 def _saved(obj) -> None:

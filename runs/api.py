@@ -71,13 +71,10 @@ class ToolView(APIView):
         identity = request.auth
         if identity is None:
             raise exceptions.NotAuthenticated("send a bearer token (Authorization: Bearer …) or sign in")
-        token = files.base_url.set(request.build_absolute_uri("/").rstrip("/"))
-        try:
+        with files.serving(request):
             try:
                 arguments = request.data
             except RequestDataTooBig as exc:
                 raise Invalid("The request body is larger than this server accepts.", ["body: too large"]) from exc
             data = call_tool(identity, tool, arguments)
-        finally:
-            files.base_url.reset(token)
         return Response({"ok": True, "data": data}, status=status.HTTP_200_OK)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 import hmac
 import time
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.urls import reverse
@@ -12,8 +13,39 @@ from django.utils.crypto import salted_hmac
 
 _SALT = "agentprocess.file-url"
 
-# The scheme and host of the request being served, so links in run data are absolute.
-base_url: contextvars.ContextVar[str] = contextvars.ContextVar("base_url", default="")
+class _Serving:
+    """The request being served and, once a link needs it, its scheme and host."""
+
+    __slots__ = ("request", "root")
+
+    def __init__(self, request) -> None:
+        self.request = request
+        self.root: str | None = None
+
+
+# What makes links in run data absolute, for the request being served.
+_serving: contextvars.ContextVar[_Serving | None] = contextvars.ContextVar("serving", default=None)
+
+
+@contextmanager
+def serving(request):
+    """Links made inside start with `request`'s scheme and host (unless PUBLIC_URL is set)."""
+    token = _serving.set(_Serving(request))
+    try:
+        yield
+    finally:
+        _serving.reset(token)
+
+
+def _root() -> str:
+    if settings.PUBLIC_URL:
+        return settings.PUBLIC_URL
+    current = _serving.get()
+    if current is None:
+        return ""
+    if current.root is None:  # worked out at the first link: most calls make none
+        current.root = current.request.build_absolute_uri("/").rstrip("/")
+    return current.root
 
 
 def _signature(public_id: str, expires: int) -> str:
@@ -23,8 +55,7 @@ def _signature(public_id: str, expires: int) -> str:
 def file_url(public_id: str, *, now: float | None = None) -> str:
     expires = int((now if now is not None else time.time()) + settings.FILE_URL_SECONDS)
     path = reverse("file-download", args=[public_id])
-    root = settings.PUBLIC_URL or base_url.get()
-    return f"{root}{path}?e={expires}&s={_signature(public_id, expires)}"
+    return f"{_root()}{path}?e={expires}&s={_signature(public_id, expires)}"
 
 
 def signature_valid(public_id: str, expires: str, signature: str) -> bool:

@@ -338,21 +338,19 @@ def run_tool(request: HttpRequest, identity: Identity, params: dict) -> dict:
 
 def _envelope(request: HttpRequest, identity: Identity, tool: str, arguments) -> dict:
     """Return call_tool's answer as `{ok, data}` or `{ok: false, error}`, as the REST door does."""
-    token = files.base_url.set(request.build_absolute_uri("/").rstrip("/"))
-    try:
-        # The REST door's bound on a body's depth, applied to what stands for the body here.
-        if depth_exceeds(arguments, MAX_DEPTH):
-            raise Invalid(
-                f"The arguments nest deeper than {MAX_DEPTH} levels.", ["arguments: nested too deeply"]
-            )
-        return {"ok": True, "data": call_tool(identity, tool, arguments)}
-    except ToolError as error:
-        return {"ok": False, "error": error.as_error()}
-    except (OperationalError, InterfaceError) as exc:
-        log.warning("mcp tool %s: database unavailable: %s", tool, exc)
-        return {"ok": False, "error": database_unavailable().as_error()}
-    finally:
-        files.base_url.reset(token)
+    with files.serving(request):
+        try:
+            # The REST door's bound on a body's depth, applied to what stands for the body here.
+            if depth_exceeds(arguments, MAX_DEPTH):
+                raise Invalid(
+                    f"The arguments nest deeper than {MAX_DEPTH} levels.", ["arguments: nested too deeply"]
+                )
+            return {"ok": True, "data": call_tool(identity, tool, arguments)}
+        except ToolError as error:
+            return {"ok": False, "error": error.as_error()}
+        except (OperationalError, InterfaceError) as exc:
+            log.warning("mcp tool %s: database unavailable: %s", tool, exc)
+            return {"ok": False, "error": database_unavailable().as_error()}
 
 
 METHODS = {

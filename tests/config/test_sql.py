@@ -92,6 +92,43 @@ def test_a_batch_statement_sent_often_is_prepared_once_and_answers_alike(postgre
     assert sum("$1::int + 1" in text for text in prepared) == 1
 
 
+def test_a_batch_writes_every_value_as_psycopgs_mogrify_would(postgres, agent):
+    # The batch binds values itself, with one transformer for all its statements: quotes,
+    # backslashes, non-ASCII, JSON and bytes must reach the database unchanged (Django reads jsonb as text).
+    import datetime as dt
+    import decimal
+
+    from django.test.utils import CaptureQueriesContext
+    from psycopg import ClientCursor
+    from psycopg.types.json import Jsonb
+
+    values = [
+        "it's a \\ back'slash; DROP TABLE x; --", 2**40, True, None,
+        dt.datetime(2026, 12, 4, 7, 30, 1, 123456, tzinfo=dt.UTC), Jsonb({"q": "a'b\\c", "ü": [1, None]}),
+        b"\x00\xff'", decimal.Decimal("12.50"), "ünïcödé ✓",
+    ]
+    text = "SELECT %s::text, %s::int8, %s::bool, %s::text, %s::timestamptz, %s::jsonb, %s::bytea, %s::numeric, %s"
+    statements = [(text, values), ("SELECT %s::text", ["%s %% $1"])]
+    expected = [
+        [("it's a \\ back'slash; DROP TABLE x; --", 2**40, True, None,
+          dt.datetime(2026, 12, 4, 7, 30, 1, 123456, tzinfo=dt.UTC), '{"q": "a\'b\\\\c", "ü": [1, null]}',
+          b"\x00\xff'", decimal.Decimal("12.50"), "ünïcödé ✓")],
+        [("%s %% $1",)],
+    ]
+    raw = ClientCursor(postgres.connection)
+    for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):  # as plain text, then prepared
+        with CaptureQueriesContext(postgres) as captured:
+            assert sql.fetch_many(statements) == expected
+        sent = captured[-1]["sql"]
+        first = sent.split(";\n")[0]
+        if first.startswith("EXECUTE"):
+            name = first[len("EXECUTE "):first.index("(")]
+            assert first == raw.mogrify(f"EXECUTE {name}({', '.join(['%s'] * len(values))})", values)
+        else:
+            assert first == raw.mogrify(text, values)
+    assert sent.startswith("EXECUTE")
+
+
 def test_batches_go_on_working_after_psycopg_deallocates_everything(postgres, agent):
     # A rollback while psycopg holds prepared statements of its own makes it send DEALLOCATE ALL,
     # which removes the batch statements too: the next batch must not name one that is gone.

@@ -275,7 +275,9 @@ def test_refused_submission_lists_every_issue_changes_nothing_and_hands_off(publ
     record = done["data"]["steps"]["screen"]
     assert record["next"] == "approve" and record["reason"] == "Clean report."
     file_item = record["evidence"][0]
-    assert file_item["sha256"] == upload["sha256"] and "/files/" in file_item["url"]
+    assert file_item["sha256"] == upload["sha256"]
+    # A link is absolute, on the host the call came to.
+    assert file_item["url"].startswith(f"http://testserver/files/{upload['id']}?e=")
     assert record["evidence"][1] == {"kind": "link", "ref": "DOC-1"}
 
 
@@ -323,6 +325,20 @@ def test_file_links_serve_the_bytes_as_an_attachment_only_with_a_valid_signature
     assert response["X-Content-Type-Options"] == "nosniff"
     assert client.get(path.replace("s=", "s=0")).status_code == 404
     assert client.get(path.split("?")[0]).status_code == 404
+
+
+def test_file_links_take_the_public_url_where_one_is_set(publish, agent, settings):
+    # Behind a proxy the request's own host is not the one callers reach.
+    settings.PUBLIC_URL = "https://process.example.org"
+    publish(ROUTES)
+    run_id = agent.write("start_run", process="routed", inputs={})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="screen")["token"]
+    upload = agent.write("upload", fileName="a.txt", contentType="text/plain", contentBase64=b64(b"abc"))
+    view = agent.write("submit", token=token, output={"cleared": True, "tags": []},
+                       evidence=[{"kind": "file", "ref": upload["id"]}, {"kind": "link", "ref": "L"}],
+                       summary="s", next="approve", reason="r")
+    url = view["data"]["steps"]["screen"]["evidence"][0]["url"]
+    assert url.startswith(f"https://process.example.org/files/{upload['id']}?e=")
 
 
 def test_upload_limits_and_bad_base64(agent, settings):
