@@ -28,6 +28,7 @@ from bench.common import (
     Server,
     ToolFailed,
     client_credentials_token,
+    database_settings,
     latency_table,
     postgres_roots,
     recreate_database,
@@ -219,7 +220,8 @@ def main() -> None:
         tokens = [client_credentials_token(server.base, cid, secret) for cid, secret in credentials]
         print(f"{args.agents} agents in {args.processes} client processes, {args.seconds:.0f} s per scenario "
               f"in {args.rounds} round(s), gunicorn workers: {args.workers or 'one per core'}, "
-              f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}\n")
+              f"{f'gthread with {args.threads} thread(s) each' if args.threads else 'sync'}")
+        print(database_settings() + "\n")
         results = {name: {"latencies": {}, "runs": 0, "errors": 0, "elapsed": 0.0, "cpu": {}} for name in SCENARIOS}
         per_round = []  # each round's {scenario: (mean latency, server CPU per call)}
         for _ in range(args.rounds):

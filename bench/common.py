@@ -54,6 +54,23 @@ def setup_django(url: str) -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
+def database_settings() -> str:
+    """The database server's version and the settings that move a write's cost, for a benchmark's header."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return f"database: {connection.vendor}"
+    names = ("synchronous_commit", "fsync", "full_page_writes", "autovacuum", "shared_buffers")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0].split()[0]
+        values = []
+        for name in names:
+            cursor.execute(f"SHOW {name}")
+            values.append(f"{name} {cursor.fetchone()[0]}")
+    return f"PostgreSQL {version}: " + ", ".join(values)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import recreate_database, setup_django, tree_cpu_seconds
+from bench.common import database_settings, recreate_database, setup_django, tree_cpu_seconds
 
 WRITES = {"start_run", "claim", "renew", "upload", "submit", "escalate", "send_event", "decide", "cancel"}
 
@@ -173,7 +173,8 @@ def main() -> None:
         done += turn
 
     print(f"{args.iterations} runs of each scenario in turns of {args.turn}, through the WSGI handler in one "
-          "process; the database backend's CPU is read from /proc in 10 ms ticks\n")
+          "process; the database backend's CPU is read from /proc in 10 ms ticks")
+    print(database_settings() + "\n")
     for label, (seconds, n) in sorted(caller.cpu.items()):
         print(f"  {label:<12} {n:>7} calls {seconds / n * 1e6:>8.0f} µs app CPU per call")
     print()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import percentile, recreate_database, setup_django
+from bench.common import database_settings, percentile, recreate_database, setup_django
 
 LOOP = """---
 name: bench-loop
@@ -115,6 +115,7 @@ def main() -> None:
         return body["data"]
 
     existing = 0
+    print(database_settings() + "\n")
     print(f"{'runs':>8} {'tool':<10}{'mean ms':>9}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}")
     for size in [int(s) for s in args.sizes.split(",")]:
         grow(version, org, size, existing)
