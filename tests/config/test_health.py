@@ -1,9 +1,3 @@
-import json
-import logging
-
-from config.logging import JSONFormatter
-
-
 def test_healthz_checks_the_database_and_the_broker(client, db, settings):
     settings.REDIS_URL = ""
     response = client.get("/healthz")
@@ -28,9 +22,3 @@ def test_healthz_with_the_real_redis(client, db, settings):
         pytest.skip("REDIS_URL is not set")
     settings.REDIS_URL = url
     assert client.get("/healthz").json()["checks"]["broker"] == "ok"
-
-
-def test_json_log_lines():
-    record = logging.LogRecord("runs", logging.WARNING, __file__, 1, "lease %s ended", ("x",), None)
-    line = json.loads(JSONFormatter().format(record))
-    assert line["level"] == "WARNING" and line["message"] == "lease x ended" and line["logger"] == "runs"

@@ -139,6 +139,10 @@ def test_kill9_mid_load_loses_no_acknowledged_write(logs):
         runs_in_db = harness.sql(url, "SELECT count(*) FROM runs_run")[0][0]
         assert runs_in_db == len(started | {harness.run_pk(a.data["run"]["id"]) for c, a in resent if c.tool == "start_run"})
         assert not first.tracebacks() and not second.tracebacks(), (first.tracebacks() + second.tracebacks())[0]
+        # 4. What the servers themselves wrote holds no bearer or claim token.
+        logs = "".join(server.stderr() + server.stdout() for server in (first, second))
+        secrets = [*tokens, *(c.data["token"] for c in acked if c.tool == "claim")]
+        assert not [secret for secret in secrets if secret in logs], "a token reached the server's log"
     finally:
         second.stop()
 

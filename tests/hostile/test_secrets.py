@@ -72,3 +72,38 @@ def test_file_links_expire(publish, agent, client, settings):
     assert client.get(fresh[fresh.index("/files/"):]).status_code == 200
     stale = file_url(upload["id"], now=time.time() - settings.FILE_URL_SECONDS - 5)
     assert client.get(stale[stale.index("/files/"):]).status_code == 404
+
+
+def test_no_page_and_no_admin_page_shows_a_token_or_secret(credentials, publish, make_person):
+    # The run and inbox pages a person sees, and every page of every model in the admin, the OAuth
+    # clients and tokens included: none shows a client secret, a bearer token or a claim token.
+    from django.contrib import admin
+
+    _, _, secret, access_token = credentials
+    publish(ROUTES)
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {access_token}")
+
+    def call(tool, **arguments):
+        return api.post(f"/api/tools/{tool}", {**arguments, "requestId": rid()}, content_type="application/json").json()
+
+    run_id = call("start_run", process="routed", inputs={})["data"]["run"]["id"]
+    claim_token = call("claim", runId=run_id, stepId="screen")["data"]["token"]
+    person = Client()
+    person.force_login(make_person("ops@example.com", operator=True).user)
+    root = Client()
+    root.force_login(User.objects.create_superuser("root@example.com", "pw"))
+    pages = [(person, url) for url in (f"/runs/{run_id}/", "/runs/", "/inbox/", "/processes/routed/")]
+    for model in admin.site._registry:
+        info = (model._meta.app_label, model._meta.model_name)
+        pages.append((root, f"/admin/{info[0]}/{info[1]}/"))
+        pages += [(root, f"/admin/{info[0]}/{info[1]}/{pk}/change/")
+                  for pk in model.objects.values_list("pk", flat=True)[:3]]
+    seen = 0
+    for client, url in pages:
+        response = client.get(url)
+        assert response.status_code in (200, 302), (url, response.status_code)
+        page = response.content.decode()
+        seen += response.status_code == 200
+        for secret_value in (secret, access_token, claim_token):
+            assert secret_value not in page, url
+    assert seen >= len(admin.site._registry) + 4

@@ -59,8 +59,10 @@ def test_a_deeply_nested_output_is_refused(publish, agent):
         nested = "[" * depth + "]" * depth
         body = json.dumps({"token": token, "summary": "s", "requestId": rid(), "output": {"result": "x"}})
         body = body[:-1] + f', "extra": {nested}' + "}"
-        response = agent.client.post("/api/tools/submit", body, content_type="application/json")
+        response, elapsed, peak = timed(
+            lambda body=body: agent.client.post("/api/tools/submit", body, content_type="application/json"))
         assert response.status_code == 400 and message in response.json()["error"]["message"]
+        assert elapsed < 1 and peak < 8 * 2**20
     moderately = {"result": "x", "deep": json.loads("[" * 60 + "]" * 60)}
     error = agent.fails("submit", "not_accepted", token=token, output=moderately, summary="s", requestId=rid())
     assert error["issues"] == ["output.deep: not declared"]
@@ -76,12 +78,12 @@ def test_a_10_mb_frontmatter_is_refused_quickly():
 def test_a_yaml_alias_bomb_is_refused_quickly():
     lines = ["---", "a: &a [x, x, x, x, x, x, x, x, x]"]
     for index in range(1, 12):
-        lines.append(f"b{index}: &b{index} [*{'a' if index == 1 else f'b{index - 1}'}] ")
+        previous = "a" if index == 1 else f"b{index - 1}"
+        lines.append(f"b{index}: &b{index} [{', '.join([f'*{previous}'] * 9)}]")
     text = "\n".join(lines) + "\n---\n"
-    result, elapsed, _ = timed(lambda: parse_process(text))
+    result, elapsed, peak = timed(lambda: parse_process(text))
     assert result.frontmatter is None and any("alias" in issue or "anchor" in issue for issue in result.issues)
-    assert elapsed < 1
-
+    assert elapsed < 1 and peak < 8 * 2**20  # expanded: 9**12 scalars
 
 def test_a_hundred_thousand_steps_are_refused_quickly():
     steps = "".join(f"  - id: s{i}\n    agent: Do {i}.\n" for i in range(100_000))
@@ -92,19 +94,26 @@ def test_a_hundred_thousand_steps_are_refused_quickly():
 
 
 @pytest.mark.parametrize("size", [10 * 2**20 + 1])
-def test_a_huge_base64_upload_is_refused_without_decoding(agent, size):
+def test_a_huge_base64_upload_is_refused_without_decoding(agent, size, monkeypatch):
     import base64
 
+    def never(*args, **kwargs):
+        raise AssertionError("an oversize upload was decoded")
+
     encoded = base64.b64encode(b"\0" * size).decode()
-    (status, body), elapsed, _ = timed(lambda: agent.raw("upload", fileName="a", contentType="t",
-                                                         contentBase64=encoded, requestId=rid()))
+    monkeypatch.setattr("runs.tools.base64.b64decode", never)
+    (status, body), elapsed, peak = timed(lambda: agent.raw("upload", fileName="a", contentType="t",
+                                                            contentBase64=encoded, requestId=rid()))
     assert status == 400 and body["error"]["issues"] == [f"contentBase64: over {10 * 2**20} bytes"]
-    assert elapsed < 5
+    # The test client's JSON and request copies and the server's body and parsed string: no more.
+    assert elapsed < 5 and peak < 6 * len(encoded)
 
 
 def test_a_request_id_of_ten_kilobytes_is_refused(agent):
-    error = agent.fails("start_run", "invalid", process="p", inputs={}, requestId="r" * 10240)
+    error, elapsed, peak = timed(
+        lambda: agent.fails("start_run", "invalid", process="p", inputs={}, requestId="r" * 10240))
     assert any(issue.startswith("requestId:") for issue in error["issues"])
+    assert elapsed < 1 and peak < 4 * 2**20
 
 
 def test_nul_characters_are_refused_on_every_database(publish, agent):

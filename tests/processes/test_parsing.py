@@ -2,13 +2,13 @@
 
 import dataclasses
 import time
-from pathlib import Path
 
 import pytest
 
+from processes.management.commands.demo_data import find_fixtures
 from processes.parsing import MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_NODES, ParseResult, parse_process
 
-FIXTURES = Path("/work/shared/agentprocess/conformance/fixtures")
+FIXTURES = find_fixtures()  # the repository's copy, or $AGENTPROCESS_FIXTURES
 
 
 def value(yaml_value: str) -> object:

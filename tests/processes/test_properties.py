@@ -1,13 +1,13 @@
 """Property tests: no input makes the parser or the validator raise, and hashing is stable."""
 
 import copy
-from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from processes.hashing import content_hash
+from processes.management.commands.demo_data import find_fixtures
 from processes.parsing import ParseResult, parse_process
 from processes.validation import (
     FIELD_TYPES,
@@ -18,7 +18,7 @@ from processes.validation import (
     validate_process,
 )
 
-FIXTURES = Path("/work/shared/agentprocess/conformance/fixtures")
+FIXTURES = find_fixtures()  # the repository's copy, or $AGENTPROCESS_FIXTURES
 FIXTURE_TEXTS = {path.name: (path / "PROCESS.md").read_text(encoding="utf-8") for path in FIXTURES.iterdir()}
 BOTH = frozenset({"parallel-1", "check-1"})
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -268,3 +268,52 @@ def test_respelling_a_valid_fixture_gives_the_same_hash(name, flow, sort_keys, w
     again = parse_process(f"---\n{respelled}---\n{first.body}")
     assert again.issues == []
     assert content_hash(again.frontmatter, again.body) == content_hash(first.frontmatter, first.body)
+
+
+# Processes that publish: agent steps with typed outputs, a person step, a finish; any text in them.
+PLAIN_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(str.strip)
+FIELD_NAMES = st.from_regex(r"\A[a-z][a-z0-9_]{0,8}\Z")
+SCALAR_TYPES = st.sampled_from(["string", "number", "boolean", "date", "datetime", "person"])
+
+
+@st.composite
+def publishable_processes(draw) -> str:
+    steps = []
+    for index in range(draw(st.integers(min_value=1, max_value=5))):
+        step = {"id": f"s{index}"}
+        if draw(st.booleans()):
+            step["agent"] = draw(PLAIN_TEXT)
+        else:
+            step["person"] = "reviewers"
+            step["task"] = draw(PLAIN_TEXT)
+        outputs = draw(st.dictionaries(FIELD_NAMES, SCALAR_TYPES, max_size=4))
+        if outputs:
+            step["output"] = outputs
+        steps.append(step)
+    steps.append({"id": "done", "finish": draw(st.sampled_from(["ok", "done", "approved"]))})
+    frontmatter = {"name": "generated", "description": draw(PLAIN_TEXT), "steps": steps}
+    if draw(st.booleans()):
+        frontmatter["inputs"] = draw(st.dictionaries(FIELD_NAMES, SCALAR_TYPES, min_size=1, max_size=3))
+    dumped = yaml.safe_dump(frontmatter, allow_unicode=True, sort_keys=draw(st.booleans()),
+                            default_flow_style=draw(st.booleans()), width=draw(st.integers(20, 200)))
+    body = draw(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0\r"), max_size=200))
+    return f"---\n{dumped}---\n{body}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(publishable_processes())
+def test_a_published_version_parses_again_to_its_hash(org, text):
+    # spec §2.4: a version's hash is of its content; the text the server stored must give it back.
+    from processes.publishing import import_process
+    from processes.validation import role_names
+
+    roles = role_names(parse_process(text).frontmatter)
+    outcome = import_process(organization=org, text=text, bindings={role: role for role in roles}, publish=True)
+    assert outcome.status in ("published", "unchanged"), outcome.issues
+    version = outcome.version
+    again = parse_process(version.source)
+    assert again.issues == []
+    assert content_hash(again.frontmatter, again.body) == version.sha256
+    assert again.frontmatter == version.frontmatter and again.body == version.body
+    assert content_hash(version.frontmatter, version.body) == version.sha256

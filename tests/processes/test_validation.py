@@ -2,10 +2,10 @@
 
 import math
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from processes.management.commands.demo_data import find_fixtures
 from processes.parsing import parse_process
 from processes.validation import (
     FIELD_TYPES,
@@ -19,7 +19,7 @@ from processes.validation import (
     validate_process,
 )
 
-FIXTURES = Path("/work/shared/agentprocess/conformance/fixtures")
+FIXTURES = find_fixtures()  # the repository's copy, or $AGENTPROCESS_FIXTURES
 PROFILE_FIXTURES = {"major-incident": "parallel-1", "vendor-check": "check-1"}
 CORE_FIXTURES = sorted(path.name for path in FIXTURES.iterdir() if path.name not in PROFILE_FIXTURES)
 HEAD = "name: x\ndescription: d\n"

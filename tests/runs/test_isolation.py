@@ -44,3 +44,28 @@ def test_malformed_bodies_are_invalid_never_500(agent):
         response = agent.client.post("/api/tools/start_run", payload, content_type="application/json")
         assert response.status_code == 400, payload[:10]
         assert response.json()["error"]["code"] == "invalid"
+
+
+def test_another_organization_can_neither_decide_cancel_renew_nor_escalate(publish, agent, other_org, make_agent,
+                                                                           person_caller):
+    # Every tool, not only the reads: a run of one organization does not exist for another (spec §6).
+    from tests.runs.test_decisions import REVIEW
+
+    publish(REVIEW)
+    owner = person_caller("owner@example.com")
+    run_id = agent.write("start_run", process="review", inputs={"owner": "owner@example.com"})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="draft")["token"]
+    outsider = ToolCaller(make_agent("outsider", organization=other_org))
+    outsider.fails("renew", "invalid", token=token, progress="p", requestId=rid())
+    outsider.fails("escalate", "invalid", token=token, note="n", requestId=rid())
+    [item] = agent.write("submit", token=token, output={"text": "v1"}, summary="Drafted.")["workItems"]
+    # An operator of the other organization, in a group named like the process's role.
+    foreign = person_caller("foreign@other.example", operator=True, organization=other_org, groups=["approvers"])
+    foreign.fails("decide", "not_found", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"],
+                  decision="completed", output={"text": "x"}, next="approve_it", reason="r", requestId=rid())
+    foreign.fails("cancel", "not_found", runId=run_id, reason="Mine now.", requestId=rid())
+    assert foreign("get_work")["items"] == []
+    # Nothing the outsiders tried left a mark: the item is still open to its owner, the run still running.
+    view = owner("get_run", runId=run_id)
+    assert view["run"]["state"] == "waiting" and [w["id"] for w in view["workItems"]] == [item["id"]]
+    assert owner("get_work")["items"][0]["workItem"]["id"] == item["id"]

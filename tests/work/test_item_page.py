@@ -341,12 +341,18 @@ def test_a_person_outside_the_assignment_cannot_decide(purchase, browser_of):
 
 def test_another_organizations_item_and_run_are_not_found(purchase, browser_of, make_person, other_org):
     view = purchase()
-    stranger = make_person("stranger@other.example", organization=other_org)
+    # An operator there, who could cancel any run of their own organization.
+    stranger = make_person("stranger@other.example", organization=other_org, operator=True)
     client = browser_of(stranger)
     assert client.get(item_url(open_item(view))).status_code == 404
     assert client.post(item_url(open_item(view)), {"decision": "failed", "note": "x"}).status_code == 404
     assert client.get(f"/runs/{view['run']['id']}/").status_code == 404
+    assert client.post(f"/runs/{view['run']['id']}/cancel/", {"reason": "Mine now."}).status_code == 404
     assert client.get("/inbox/w_nonsense/").status_code == 404
+    assert client.get("/inbox/").content.decode().count(view["run"]["id"]) == 0
+    from runs.models import Run
+
+    assert not Run.objects.get(pk=int(view["run"]["id"][2:])).is_over
 
 
 def test_forms_need_their_csrf_token(purchase, browser_of):

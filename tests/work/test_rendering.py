@@ -1,5 +1,7 @@
 """PROCESS.md bodies render as sanitised Markdown: formatting and safe links, nothing that runs."""
 
+import re
+
 import pytest
 
 from work.rendering import render_markdown
@@ -67,3 +69,63 @@ def test_a_hostile_process_renders_inert_on_the_pages(publish, agent, make_perso
         assert "<script" not in lowered and "javascript:" not in lowered and "onerror" not in lowered
         assert "<iframe" not in lowered and "onclick" not in lowered
         assert '<a href="https://example.com/docs" rel="noopener noreferrer">fine link</a>' in main
+
+
+HOSTILE_DATA = """---
+name: hostile-data
+description: A process whose run data tries to run script.
+inputs:
+  title: string
+steps:
+  - id: draft
+    agent: Draft it.
+    output:
+      text: string
+    evidence: [link]
+  - id: look
+    person: lookers
+    task: Look at the draft.
+  - id: done
+    finish: ok
+---
+"""
+
+SCRIPT = '<script>alert("x")</script><img src=x onerror="alert(1)">'
+
+
+def assert_inert(html: str) -> str:
+    """Return the page's main element, asserting no tag in it runs script: the senders' text shows as text."""
+    main = html[html.index("<main"):html.index("</main>")]
+    lowered = main.lower()
+    assert "<script" not in lowered and "<img" not in lowered
+    assert not re.search(r"<[^>]*\son[a-z]+\s*=", lowered), "an event-handler attribute"
+    assert not re.search(r"""(href|src|action)\s*=\s*["']?\s*(javascript|data):""", lowered), "a script URL"
+    return main
+
+
+def test_run_data_renders_inert_on_the_pages(publish, agent, make_person, browser_of):
+    # Inputs, outputs, summaries, notes and link evidence are the senders' text, shown and never run.
+    from tests.runs.conftest import ToolCaller
+
+    publish(HOSTILE_DATA)
+    person = make_person("looker@example.com", groups=["lookers"])
+    run_id = agent.write("start_run", process="hostile-data", inputs={"title": SCRIPT})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="draft")["token"]
+    view = agent.write("submit", token=token, output={"text": SCRIPT}, summary=SCRIPT,
+                       evidence=[{"kind": "link", "ref": "javascript:alert(1)"},
+                                 {"kind": "link", "ref": "JaVaScRiPt:alert(2)"},
+                                 {"kind": "link", "ref": "https://example.com/proof"}])
+    [item] = view["workItems"]
+    client = browser_of(person)
+    pages = (f"/inbox/{item['id']}/", f"/runs/{run_id}/", "/inbox/", "/runs/")
+    for url in pages:
+        main = assert_inert(client.get(url).content.decode())
+        if url != "/runs/":
+            assert "&lt;script&gt;" in main, url  # shown, escaped
+    for url in pages[:2]:
+        main = assert_inert(client.get(url).content.decode())
+        assert 'href="https://example.com/proof"' in main and "javascript:alert(1)" in main
+    ToolCaller(person).write("decide", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"],
+                             decision="failed", note=SCRIPT)
+    main = assert_inert(client.get(f"/runs/{run_id}/").content.decode())
+    assert main.count("&lt;script&gt;") >= 3
