@@ -56,13 +56,14 @@ def grow(version, organization, target: int, existing: int) -> None:
             for i in range(count)
         )
         rows = []
+        copies = {"process_name": "bench-loop", "version": version, "mode": "live"}
         for index, run in enumerate(runs):
             ready = (existing + index) % 10 == 0
-            rows.append(RunStep(run=run, organization=organization, step_id="work", position=0, kind="agent",
+            rows.append(RunStep(run=run, organization=organization, **copies, step_id="work", position=0, kind="agent",
                                 state="ready" if ready else "done", attempt=1, ready_since=now, ready_seq=1))
-            rows.append(RunStep(run=run, organization=organization, step_id="check", position=1, kind="approve",
+            rows.append(RunStep(run=run, organization=organization, **copies, step_id="check", position=1, kind="approve",
                                 state=None if ready else "waiting"))
-            rows.append(RunStep(run=run, organization=organization, step_id="done", position=2, kind="finish"))
+            rows.append(RunStep(run=run, organization=organization, **copies, step_id="done", position=2, kind="finish"))
         RunStep.objects.bulk_create(rows, batch_size=5000)
         existing += count
 

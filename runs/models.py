@@ -83,6 +83,14 @@ class RunStep(models.Model):
     # Both indexed by the constraint and the index below, which lead with them.
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_rows", db_index=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Copies of the run's, which never change: the look for ready work reads the steps alone. Joined to
+    # the runs, its plan can become a scan of every run per step found, where the database planned it
+    # when the table was small and has not analyzed it since. The run's own key protects the version.
+    process_name = models.CharField(max_length=64)
+    version = models.ForeignKey(
+        ProcessVersion, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    mode = models.CharField(max_length=8, choices=Mode.choices)
     step_id = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16)

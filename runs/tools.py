@@ -366,7 +366,7 @@ def get_run(identity: Identity, arguments: dict) -> dict:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         # The run, its steps and its open items in one round trip (PostgreSQL).
         found, rows, items = sql.select_many([
-            (Run, "t.id = %s AND t.organization_id = %s", [pk, identity.organization.pk], ""),
+            (Run, "t.id = %s" + engine.IN_ORGANIZATION, [pk, identity.organization.pk], ""),
             (RunStep, "t.run_id = %s", [pk], ""),
             (WorkItem, "t.run_id = %s AND t.state = %s", [pk, WorkItemState.OPEN], ""),
         ])
@@ -390,16 +390,15 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         from work.inbox import person_work
 
         return person_work(identity, limit=limit, cursor=arguments.get("cursor"), process=arguments.get("process"))
-    # Plain SQL: every agent polls this; the ready-work index answers it in (organization, kind, state, ready_since, id).
-    quote = connection.ops.quote_name
+    # Plain SQL on the steps alone (they carry their run's process, version and mode): every agent polls
+    # this, and the ready-work index answers it in (organization, kind, state, ready_since, id).
     statement = (
-        f"SELECT {sql.columns(RunStep, 't')}, r.process_name, r.version_id, r.mode"
-        f" FROM {quote(RunStep._meta.db_table)} t JOIN {quote(Run._meta.db_table)} r ON r.id = t.run_id"
+        f"SELECT {sql.columns(RunStep, 't')} FROM {connection.ops.quote_name(RunStep._meta.db_table)} t"
         " WHERE t.organization_id = %s AND t.kind = %s AND t.state = %s"
     )
     params: list = [identity.organization.pk, "agent", StepState.READY]
     if arguments.get("process"):
-        statement += " AND r.process_name = %s"
+        statement += " AND t.process_name = %s"
         params.append(arguments["process"])
     after = cursor_after(arguments.get("cursor"))
     if after:
@@ -413,10 +412,9 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         [found] = sql.fetch_many([ready])
     page = []
     for values in found:
-        row = sql.build(RunStep, values[:-3])
-        process_name, version_id, mode = values[-3:]
-        row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=process_name,
-                      version=engine.published_version(version_id), mode=mode)
+        row = sql.build(RunStep, values)
+        row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
+                      version=engine.published_version(row.version_id), mode=row.mode)
         page.append(row)
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None

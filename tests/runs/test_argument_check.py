@@ -30,11 +30,12 @@ def _near(bound: int):
 @st.composite
 def value_for(draw, schema: dict):
     """A value that often fits `schema` and often just misses it (lengths, bounds, enums, types)."""
-    if draw(st.integers(0, 9)) == 0:
+    # Misses are kept rare enough that a tool of many arguments still often gets a set that fits.
+    if draw(st.integers(0, 19)) == 0:
         return draw(json_values)
     kind = schema.get("type")
     if "enum" in schema:
-        return draw(st.sampled_from(schema["enum"]) | st.text(max_size=6))
+        return draw(st.text(max_size=6) if draw(st.integers(0, 3)) == 0 else st.sampled_from(schema["enum"]))
     if kind == "string":
         bounds = [schema[k] for k in ("minLength", "maxLength") if k in schema] or [3]
         return "é" * draw(st.one_of(*[_near(b) for b in bounds], st.integers(1, 20)))

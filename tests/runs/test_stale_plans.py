@@ -1,0 +1,107 @@
+"""A tool call reads the same few rows however many runs there are, even with plans made on small tables.
+
+PostgreSQL keeps a prepared statement's plan. One made while the tables held a few runs, and never
+made again because nothing analyzed the tables since (autovacuum off, or behind), must still find a
+run by its key and ready work by its index, not by reading every run of the organization (issue 7 §1:
+latency flat from 1k to 100k runs). Ready work is read from the steps alone, which carry their run's
+process, version and mode.
+"""
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from runs.models import Run, RunStep
+from tests.runs.conftest import rid
+from tests.runs.test_agent_loop import ONE_STEP
+
+POSTGRES_ONLY = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="prepared statements' plans are PostgreSQL's (set DATABASE_URL)"
+)
+
+TABLES = ("runs_run", "runs_runstep")
+
+
+def rows_read() -> dict[str, int]:
+    """Rows this transaction has read from each table, by sequential and by index scans."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0)"
+            " FROM pg_stat_xact_user_tables WHERE relname = ANY(%s)",
+            [list(TABLES)],
+        )
+        return dict(cursor.fetchall())
+
+
+def reads_of(call) -> dict[str, int]:
+    before = rows_read()
+    call()
+    after = rows_read()
+    return {table: after.get(table, 0) - before.get(table, 0) for table in TABLES}
+
+
+def one_run(agent) -> str:
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"})["run"]["id"]
+    agent("get_work", limit=5, process="one-step")
+    agent("get_work", limit=5)
+    token = agent.write("claim", runId=run_id, stepId="work")["token"]
+    agent.write("submit", token=token, output={"result": "r"}, summary="s")
+    agent("get_run", runId=run_id)
+    return run_id
+
+
+def add_runs(version, organization, count: int) -> None:
+    """Runs in bulk, half of them with a ready agent step: the table grows, nothing analyzes it."""
+    now = timezone.now()
+    runs = Run.objects.bulk_create(
+        Run(organization=organization, version=version, process_name="one-step", started_by="a_0",
+            data={"inputs": {"ticket": "T"}, "steps": {}}, started_at=now, updated_at=now)
+        for _ in range(count)
+    )
+    copies = {"organization": organization, "process_name": "one-step", "version": version, "mode": "live"}
+    RunStep.objects.bulk_create(
+        RunStep(run=run, **copies, step_id="work", position=0, kind="agent",
+                state="ready" if index % 2 else "done", attempt=1, ready_since=now, ready_seq=1)
+        for index, run in enumerate(runs)
+    )
+
+
+@POSTGRES_ONLY
+def test_a_plan_made_on_small_tables_still_reads_a_few_rows_of_many(publish, agent, org):
+    version = publish(ONE_STEP)
+    # Every statement is sent often enough to be prepared and for PostgreSQL to settle on one plan.
+    for _ in range(15):
+        one_run(agent)
+    add_runs(version, org, 3000)
+
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"})["run"]["id"]
+    request_id = rid()
+    reads = {
+        "get_work": reads_of(lambda: agent("get_work", limit=5)),
+        "get_work by process": reads_of(lambda: agent("get_work", limit=5, process="one-step")),
+        "get_run": reads_of(lambda: agent("get_run", runId=run_id)),
+        "claim": reads_of(lambda: agent("claim", runId=run_id, stepId="work", requestId=request_id)),
+    }
+    token = agent("claim", runId=run_id, stepId="work", requestId=request_id)["token"]
+    reads["submit"] = reads_of(lambda: agent.write("submit", token=token, output={"result": "r"}, summary="s"))
+    print("rows read", reads)
+    for call, tables in reads.items():
+        # A handful of rows each: the run, its steps, the page of work; not a share of 3,000 runs.
+        assert all(count <= 30 for count in tables.values()), (call, reads)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_gives_each_existing_step_its_runs_process_version_and_mode(publish, agent):
+    from django.db.migrations.executor import MigrationExecutor
+
+    publish(ONE_STEP)
+    run_id = agent.write("start_run", process="one-step", inputs={"ticket": "T"}, mode="test")["run"]["id"]
+    before, after = [("runs", "0004_leaner_indexes")], [("runs", "0005_step_carries_run_process")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)  # the columns go
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)  # and come back, filled from the runs
+    run = Run.objects.get(pk=int(run_id.removeprefix("r_")))
+    steps = list(RunStep.objects.filter(run=run))
+    assert len(steps) == 2
+    assert {(s.process_name, s.version_id, s.mode) for s in steps} == {("one-step", run.version_id, "test")}
