@@ -16,14 +16,17 @@ class WorkItemState(models.TextChoices):
 class WorkItem(models.Model):
     """A person step, or an escalated agent step, waiting for a decision (spec §3.4)."""
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="work_items")
+    # These three are indexed by the composite indexes below, which lead with them.
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="work_items", db_index=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="work_items")
     step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="work_items")
     kind = models.CharField(max_length=16)
     state = models.CharField(max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN)
-    assigned_group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    assigned_group = models.ForeignKey(
+        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
     assigned_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     assigned_person = models.CharField(max_length=254, null=True, blank=True)
     for_operators = models.BooleanField(default=False)
@@ -36,8 +39,10 @@ class WorkItem(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [
-            models.Index(fields=["organization", "state", "assigned_group", "created_at"], name="item_group_inbox"),
-            models.Index(fields=["organization", "state", "assigned_user", "created_at"], name="item_user_inbox"),
+            # A person's inbox reads their items and their groups' items each by an index that leads with
+            # the assignment, the organization checked on the rows (work.inbox._parts).
+            models.Index(fields=["assigned_group", "state", "created_at"], name="item_group_open"),
+            models.Index(fields=["assigned_user", "state", "created_at"], name="item_user_open"),
             models.Index(fields=["organization", "state", "for_operators", "created_at"], name="item_ops_inbox"),
         ]
 

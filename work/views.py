@@ -164,12 +164,10 @@ def mark_notices_read(request, identity: Identity):
 
 
 def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
-    item = (
-        WorkItem.objects.select_related("run__version", "step", "assigned_group")
-        .filter(pk=_pk(item_id, "w_"), organization=identity.organization)
-        .first()
-    )
-    if item is None:
+    # By key alone, the organization checked on the row: a plan that looked the key up within the
+    # organization's items could read all of them.
+    item = WorkItem.objects.select_related("run__version", "step", "assigned_group").filter(pk=_pk(item_id, "w_")).first()
+    if item is None or item.organization_id != identity.organization.pk:
         raise Http404("No such work item in this organization.")
     return item
 
@@ -419,7 +417,9 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         view = call_tool(identity, "get_run", {"runId": run_id})
     except ToolError as error:
         return refused(request, error)
-    run = Run.objects.select_related("version").get(pk=_pk(run_id, "r_"), organization=identity.organization)
+    run = Run.objects.select_related("version").get(pk=_pk(run_id, "r_"))  # get_run found it in the organization
+    if run.organization_id != identity.organization.pk:
+        raise Http404("No such run in this organization.")
     definition = definition_for(run.version)
     rows = list(RunStep.objects.filter(run=run))
     items = list(WorkItem.objects.filter(run=run).select_related("step").order_by("created_at", "pk"))

@@ -1,10 +1,12 @@
-"""A tool call reads the same few rows however many runs there are, even with plans made on small tables.
+"""A tool call or page reads the same few rows however many runs and items there are, with plans made early.
 
 PostgreSQL keeps a prepared statement's plan. One made while the tables held a few runs, and never
 made again because nothing analyzed the tables since (autovacuum off, or behind), must still find a
 run by its key and ready work by its index, not by reading every run of the organization (issue 7 §1:
-latency flat from 1k to 100k runs). Ready work is read from the steps alone, which carry their run's
-process, version and mode.
+latency flat from 1k to 100k runs). A person's work is read by their own assignments, not by testing
+every open item of the organization (which fresh statistics too may plan, to keep the items' order).
+No test here runs ANALYZE: what it writes of a table's size outlives the test's transaction. Ready
+work is read from the steps alone, which carry their run's process, version and mode.
 """
 
 import pytest
@@ -22,22 +24,22 @@ POSTGRES_ONLY = pytest.mark.skipif(
 TABLES = ("runs_run", "runs_runstep")
 
 
-def rows_read() -> dict[str, int]:
+def rows_read(tables) -> dict[str, int]:
     """Rows this transaction has read from each table, by sequential and by index scans."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT relname, COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0)"
             " FROM pg_stat_xact_user_tables WHERE relname = ANY(%s)",
-            [list(TABLES)],
+            [list(tables)],
         )
         return dict(cursor.fetchall())
 
 
-def reads_of(call) -> dict[str, int]:
-    before = rows_read()
+def reads_of(call, tables=TABLES) -> dict[str, int]:
+    before = rows_read(tables)
     call()
-    after = rows_read()
-    return {table: after.get(table, 0) - before.get(table, 0) for table in TABLES}
+    after = rows_read(tables)
+    return {table: after.get(table, 0) - before.get(table, 0) for table in tables}
 
 
 def one_run(agent) -> str:
@@ -105,3 +107,67 @@ def test_the_migration_gives_each_existing_step_its_runs_process_version_and_mod
     steps = list(RunStep.objects.filter(run=run))
     assert len(steps) == 2
     assert {(s.process_name, s.version_id, s.mode) for s in steps} == {("one-step", run.version_id, "test")}
+
+
+PERSON_TABLES = ("runs_run", "runs_runstep", "work_workitem")
+
+
+def add_items_for_others(version, organization, group, count: int) -> None:
+    """Runs in bulk, each waiting on a person of another group with an open work item."""
+    from work.models import WorkItem
+
+    now = timezone.now()
+    runs = Run.objects.bulk_create(
+        Run(organization=organization, version=version, process_name="loop", started_by="a_0", state="waiting",
+            data={"inputs": {}, "steps": {}}, started_at=now, updated_at=now)
+        for _ in range(count)
+    )
+    copies = {"organization": organization, "process_name": "loop", "version": version, "mode": "live"}
+    steps = RunStep.objects.bulk_create(
+        RunStep(run=run, **copies, step_id="check", position=1, kind="approve", state="waiting", attempt=1)
+        for run in runs
+    )
+    WorkItem.objects.bulk_create(
+        WorkItem(organization=organization, run=run, step=step, kind="approve", assigned_group=group, created_at=now)
+        for run, step in zip(runs, steps, strict=True)
+    )
+
+
+@POSTGRES_ONLY
+def test_a_persons_work_reads_their_own_items_not_everyone_elses(publish, agent, person_caller, org, client):
+    from accounts.models import Group
+    from tests.runs.test_query_counts import LOOP
+
+    version = publish(LOOP)
+    checker = person_caller("c@example.com", groups=["checkers"])
+    person_caller("o@example.com", groups=["others"])
+    client.force_login(checker.identity.user)
+
+    def loop(measure: bool = False) -> dict:
+        run_id = agent.write("start_run", process="loop", inputs={})["run"]["id"]
+        token = agent.write("claim", runId=run_id, stepId="work")["token"]
+        agent.write("submit", token=token, output={"n": 1}, summary="s")
+        reads = {}
+
+        def look(name, call):
+            if measure:
+                reads[name] = reads_of(call, PERSON_TABLES)
+            else:
+                call()
+
+        look("get_work", lambda: checker("get_work", limit=5))
+        look("inbox page", lambda: client.get("/inbox/"))
+        [item] = checker("get_work", limit=5)["items"]
+        work_item = item["workItem"]
+        look("item page", lambda: client.get(f"/inbox/{work_item['id']}/"))
+        look("decide", lambda: checker.write("decide", runId=run_id, workItemId=work_item["id"],
+                                             snapshot=work_item["snapshot"], decision="approved"))
+        return reads
+
+    for _ in range(12):
+        loop()
+    add_items_for_others(version, org, Group.objects.get(organization=org, name="others"), 3000)
+    reads = loop(measure=True)
+    print("rows read", reads)
+    for call, tables in reads.items():
+        assert all(count <= 40 for count in tables.values()), (call, reads)
