@@ -1,4 +1,5 @@
-"""The inbox page for a person with 1,000 open items, and the item page of a run with 30 completed steps.
+"""The inbox page for a person with 1,000 open items and for one with 10 among them, and the item page of
+a run with 30 completed steps.
 
     python bench/inbox.py [--items 1000] [--samples 20]
 
@@ -76,12 +77,18 @@ def main() -> None:
     from runs.tools import call_tool
 
     org = Organization.objects.get(slug="default")
-    for text in (APPROVAL, long_process(30)):
-        outcome = import_process(organization=org, text=text, bindings={"approvers": "approvers"}, publish=True)
+    Group.objects.create(organization=org, name="reviewers")
+    review = APPROVAL.replace("bench-approval", "bench-review")
+    for text, group in ((APPROVAL, "approvers"), (long_process(30), "approvers"), (review, "reviewers")):
+        outcome = import_process(organization=org, text=text, bindings={"approvers": group}, publish=True)
         assert outcome.status == "published", outcome.lines()
     user = User.objects.create_user("approver@example.com", "bench-password")
     Membership.objects.create(user=user, organization=org)
     Group.objects.get(organization=org, name="approvers").members.add(user)
+    # A second person, with only the reviews, which go to a group of their own.
+    reviewer = User.objects.create_user("reviewer@example.com", "bench-password")
+    Membership.objects.create(user=reviewer, organization=org)
+    Group.objects.get(organization=org, name="reviewers").members.add(reviewer)
     agent = Identity.for_agent(Agent.objects.create(organization=org, name="inbox-bench"))
 
     def write(tool, **arguments):
@@ -89,6 +96,8 @@ def main() -> None:
 
     for index in range(args.items):
         write("start_run", process="bench-approval", inputs={"ticket": f"T{index}"})
+    for index in range(10):
+        write("start_run", process="bench-review", inputs={"ticket": f"R{index}"})
     run = write("start_run", process="bench-long", inputs={})
     run_id = run["run"]["id"]
     for step in range(30):
@@ -105,6 +114,11 @@ def main() -> None:
     ):
         mean, p95, queries = measure(client, path, args.samples)
         print(f"{label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+    client = Client()
+    assert client.login(email="reviewer@example.com", password="bench-password")
+    mean, p95, queries = measure(client, "/inbox/", args.samples)
+    print(f"inbox with 10 open items among the organization's {args.items + 11}: "
+          f"{mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
 
 
 if __name__ == "__main__":
