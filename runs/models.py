@@ -56,8 +56,11 @@ class Run(models.Model):
     class Meta:
         ordering = ["-started_at", "-id"]
         indexes = [
-            models.Index(fields=["organization", "state", "started_at"], name="run_org_state"),
-            models.Index(fields=["organization", "process_name", "started_at"], name="run_org_process"),
+            # list_runs, newest first, with no filter, by state or by process: each read in the order of
+            # its index to the page's end, `id` breaking ties as the order does.
+            models.Index(fields=["organization", "started_at", "id"], name="run_org_started"),
+            models.Index(fields=["organization", "state", "started_at", "id"], name="run_org_state_started"),
+            models.Index(fields=["organization", "process_name", "started_at", "id"], name="run_org_process_started"),
             # Only runs that wait for a time are in these: the catch-up looks stay small and quick.
             models.Index(fields=["wake_at"], name="run_wake", condition=models.Q(wake_at__isnull=False)),
             models.Index(

@@ -49,6 +49,9 @@ def one_run(agent) -> str:
     token = agent.write("claim", runId=run_id, stepId="work")["token"]
     agent.write("submit", token=token, output={"result": "r"}, summary="s")
     agent("get_run", runId=run_id)
+    agent("list_runs", limit=5)
+    agent("list_runs", limit=5, process="one-step")
+    agent("list_runs", limit=5, state="active")
     return run_id
 
 
@@ -82,6 +85,9 @@ def test_a_plan_made_on_small_tables_still_reads_a_few_rows_of_many(publish, age
         "get_work": reads_of(lambda: agent("get_work", limit=5)),
         "get_work by process": reads_of(lambda: agent("get_work", limit=5, process="one-step")),
         "get_run": reads_of(lambda: agent("get_run", runId=run_id)),
+        "list_runs": reads_of(lambda: agent("list_runs", limit=5)),
+        "list_runs by process": reads_of(lambda: agent("list_runs", limit=5, process="one-step")),
+        "list_runs by state": reads_of(lambda: agent("list_runs", limit=5, state="active")),
         "claim": reads_of(lambda: agent("claim", runId=run_id, stepId="work", requestId=request_id)),
     }
     token = agent("claim", runId=run_id, stepId="work", requestId=request_id)["token"]
