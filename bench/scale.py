@@ -109,7 +109,7 @@ def main() -> None:
     person.force_authenticate(user=person_user, token=Identity.for_user(User.objects.get(pk=person_user.pk)))
 
     def tool(client, name, **arguments):
-        if name not in ("get_work", "get_run"):
+        if name not in ("get_work", "get_run", "list_runs"):
             arguments.setdefault("requestId", str(uuid.uuid4()))
         body = client.post(f"/api/tools/{name}", arguments, format="json").json()
         assert body["ok"], body
@@ -125,6 +125,7 @@ def main() -> None:
         figures = {
             "get_work": measure(lambda: tool(agent, "get_work", limit=20), args.samples),
             "get_run": measure(lambda run_id=run_id: tool(agent, "get_run", runId=run_id), args.samples),
+            "list_runs": measure(lambda: tool(agent, "list_runs", limit=20), args.samples),
         }
 
         def submit_one():
