@@ -69,6 +69,8 @@ class AssignedItems:
         if not isinstance(key, slice) or key.step is not None:
             raise TypeError("AssignedItems takes a slice")
         start, stop = key.start or 0, key.stop
+        if stop is not None and stop <= start:
+            return []  # (a queryset sliced to nothing counts as empty, and a union drops it)
         keys = [part.values_list(*self.ORDER) for part in self.parts]
         if len(keys) > 1:
             if stop is not None and connection.features.supports_slicing_ordering_in_compound:
@@ -119,7 +121,7 @@ def person_work(identity: Identity, *, limit: int, cursor: str | None, process: 
 
 
 def inbox_items(identity: Identity, *, process: str | None = None):
-    """My open work items other than escalations, oldest first, each row's run and step in the same query."""
+    """My open work items other than escalations, oldest first, each with its run and step."""
     items = AssignedItems(_parts(identity, operators=False), ("run__version", "step", "assigned_group"))
     if process:
         items = items.filter(run__process_name=process)
@@ -127,7 +129,7 @@ def inbox_items(identity: Identity, *, process: str | None = None):
 
 
 def process_counts(identity: Identity) -> list[tuple[str, int]]:
-    """How many of my open work items each process has, for the inbox filter; one query."""
+    """How many of my open work items each process has, for the inbox filter; a query for each part."""
     counts: Counter = Counter()
     for part in _parts(identity, operators=False):
         counts.update(dict(part.values_list("run__process_name").annotate(n=Count("pk")).order_by()))

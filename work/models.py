@@ -57,7 +57,10 @@ class WorkItem(models.Model):
 class Notification(models.Model):
     """An in-app notice (overdue work), listed in the recipient's inbox."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications")
+    # Indexed by notice_user_newest, which leads with it.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications", db_index=False
+    )
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     work_item = models.ForeignKey(WorkItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     step_id = models.CharField(max_length=64)
@@ -70,6 +73,13 @@ class Notification(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # A person's newest notices, and their unread ones counted, read only theirs.
+            models.Index(fields=["user", "-created_at", "-id"], name="notice_user_newest"),
+            models.Index(fields=["user"], name="notice_user_unread", condition=models.Q(read_at__isnull=True)),
+            # The sweep's look for emails still owed reads only those (with statistics to plan by).
+            models.Index(fields=["id"], name="notice_email_owed", condition=models.Q(email_pending=True)),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.user}"

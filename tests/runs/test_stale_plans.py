@@ -55,6 +55,11 @@ def one_run(agent) -> str:
     return run_id
 
 
+def ok(response):
+    assert response.status_code == 200, response.status_code
+    return response
+
+
 def add_runs(version, organization, count: int) -> None:
     """Runs in bulk, half of them with a ready agent step: the table grows, nothing analyzes it."""
     now = timezone.now()
@@ -162,10 +167,10 @@ def test_a_persons_work_reads_their_own_items_not_everyone_elses(publish, agent,
                 call()
 
         look("get_work", lambda: checker("get_work", limit=5))
-        look("inbox page", lambda: client.get("/inbox/"))
+        look("inbox page", lambda: ok(client.get("/inbox/")))
         [item] = checker("get_work", limit=5)["items"]
         work_item = item["workItem"]
-        look("item page", lambda: client.get(f"/inbox/{work_item['id']}/"))
+        look("item page", lambda: ok(client.get(f"/inbox/{work_item['id']}/")))
         look("decide", lambda: checker.write("decide", runId=run_id, workItemId=work_item["id"],
                                              snapshot=work_item["snapshot"], decision="approved"))
         return reads
@@ -177,3 +182,30 @@ def test_a_persons_work_reads_their_own_items_not_everyone_elses(publish, agent,
     print("rows read", reads)
     for call, tables in reads.items():
         assert all(count <= 40 for count in tables.values()), (call, reads)
+
+
+@POSTGRES_ONLY
+def test_a_persons_notices_are_read_by_their_own_index(publish, agent, person_caller, client):
+    from work.models import Notification
+
+    publish(ONE_STEP)
+    checker = person_caller("c@example.com", groups=["checkers"])
+    other = person_caller("o@example.com", groups=["others"])
+    client.force_login(checker.identity.user)
+    run = Run.objects.get(pk=int(one_run(agent).removeprefix("r_")))
+
+    def notices(user, count: int, **fields) -> None:
+        now = timezone.now()
+        Notification.objects.bulk_create(
+            Notification(user=user, run=run, step_id="work", kind="overdue", text="Late.", created_at=now, **fields)
+            for _ in range(count)
+        )
+
+    notices(checker.identity.user, 2, read_at=None)
+    for _ in range(12):
+        ok(client.get("/inbox/"))
+    notices(checker.identity.user, 1500, read_at=timezone.now())
+    notices(other.identity.user, 1500, read_at=None)
+    reads = reads_of(lambda: ok(client.get("/inbox/")), ["work_notification"])
+    print("rows read", reads)
+    assert reads["work_notification"] <= 30, reads  # the newest 20 and the 2 unread, not all 3,002
