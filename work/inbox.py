@@ -25,9 +25,10 @@ def _parts(identity: Identity, *, operators: bool) -> list:
     """A person's open items, one queryset for each way an item is assigned: to them, to their groups,
     to the operators.
 
-    An item is assigned one way only, so no item is in two parts. Each part is read by an index of its
-    own in the order items were opened; as one look, with the groups joined or or-ed, the database may
-    read every open item of the organization in that order to test each one's assignment.
+    An item is assigned one way only (the constraint item_assigned_one_way), so no item is in two
+    parts. Each part is read by an index of its own in the order items were opened; as one look, with
+    the groups joined or or-ed, the database may read every open item of the organization in that
+    order to test each one's assignment.
     """
     # The organization is checked on the rows a person's or a group's index finds, never looked up by
     # (`+ 0`): a plan made while the table was small could otherwise read the organization's open items.
@@ -79,8 +80,9 @@ class AssignedItems:
                 keys = [part.order_by() for part in keys]
         first, *rest = keys
         ids = [pk for _at, pk in (first.union(*rest, all=True).order_by(*self.ORDER) if rest else first)[start:stop]]
-        rows = WorkItem.objects.filter(pk__in=ids).select_related(*self.related).in_bulk()
-        return [rows[pk] for pk in ids]
+        # Still open: an item decided between the two reads drops out of the page.
+        rows = WorkItem.objects.filter(pk__in=ids, state=WorkItemState.OPEN).select_related(*self.related).in_bulk()
+        return [rows[pk] for pk in ids if pk in rows]
 
 
 def assigned_items(identity: Identity, related=()) -> AssignedItems:

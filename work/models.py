@@ -38,6 +38,18 @@ class WorkItem(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        constraints = [
+            # Assigned one way only: to a person, to a group, or to the operators (an escalation). The
+            # inbox reads each way by its own index and adds them up (work.inbox._parts).
+            models.CheckConstraint(
+                condition=(
+                    models.Q(assigned_user__isnull=False, assigned_group__isnull=True, for_operators=False)
+                    | models.Q(assigned_user__isnull=True, assigned_group__isnull=False, for_operators=False)
+                    | models.Q(assigned_user__isnull=True, assigned_group__isnull=True, for_operators=True)
+                ),
+                name="item_assigned_one_way",
+            ),
+        ]
         indexes = [
             # A person's inbox reads their items and their groups' items each by an index that leads with
             # the assignment, the organization checked on the rows (work.inbox._parts).

@@ -140,3 +140,18 @@ def test_get_work_and_the_inbox_agree(purchase, browser_of):
     work = call_tool(buyer, "get_work", {})
     html = browser_of(buyer).get("/inbox/").content.decode()
     assert item_links(html) == [entry["workItem"]["id"] for entry in work["items"]]
+
+
+def test_an_item_is_assigned_one_way_only(purchase):
+    # The inbox reads a person's, their groups' and the operators' items apart and adds them up
+    # (work.inbox._parts): an item in two of them would show twice.
+    import pytest
+    from django.db import IntegrityError, transaction
+
+    purchase()
+    item = WorkItem.objects.get(state="open")
+    assert item.assigned_group_id is not None and item.assigned_user_id is None and not item.for_operators
+    for change in ({"assigned_user": purchase.people["buyer"].user}, {"for_operators": True}, {"assigned_group": None}):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            WorkItem.objects.filter(pk=item.pk).update(**change)
+    assert WorkItem.objects.get(pk=item.pk).assigned_group_id == item.assigned_group_id
