@@ -11,7 +11,7 @@ from accounts.identity import Identity
 from processes.definition import definition_for
 from runs import presenting
 from runs.engine import snapshot_of
-from runs.models import RunStep, StepState
+from runs.models import OVERDUE_NOW, Run, RunStep, StepState
 
 from .models import Notification, WorkItem, WorkItemState
 
@@ -150,24 +150,24 @@ def escalation_queue(identity: Identity):
 
 
 def overdue_work(identity: Identity, *, limit: int = 50) -> tuple[list, list]:
-    """Overdue work across the organization for operators: open work items, and agent steps nobody finished."""
+    """Overdue work across the organization for operators: open work items, and agent steps nobody finished.
+
+    Both start from the steps overdue now (the partial index step_overdue_now), not from every open item.
+    An open item's step waits for it: a person's step, or an agent step escalated to the operators.
+    """
     if not identity.is_operator:
         return [], []
+    late = RunStep.objects.filter(OVERDUE_NOW, organization=identity.organization)
+    waiting = list(late.filter(state=StepState.WAITING).order_by("due_at", "pk").values_list("pk", flat=True)[:limit])
     items = list(
-        WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN, step__overdue=True)
+        WorkItem.objects.filter(step_id__in=waiting, state=WorkItemState.OPEN)
         .select_related("run__version", "step", "assigned_group")
         .order_by("step__due_at", "pk")[:limit]
-    )
-    steps = list(
-        RunStep.objects.filter(
-            organization=identity.organization,
-            kind="agent",
-            overdue=True,
-            state__in=(StepState.READY, StepState.CLAIMED),
-        )
-        .select_related("run__version")
-        .order_by("due_at", "pk")[:limit]
-    )
+    ) if waiting else []
+    steps = list(late.filter(kind="agent", state__in=(StepState.READY, StepState.CLAIMED)).order_by("due_at", "pk")[:limit])
+    for row in steps:  # what the page shows of the run, which the step carries
+        row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
+                      version_id=row.version_id, mode=row.mode)
     return items, steps
 
 

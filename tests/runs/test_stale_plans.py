@@ -215,3 +215,47 @@ def test_a_persons_notices_are_read_by_their_own_index(publish, agent, person_ca
     reads = reads_of(lambda: ok(client.get("/inbox/")), ["work_notification"])
     print("rows read", reads)
     assert reads["work_notification"] <= 30, reads  # the newest 20 and the 2 unread, not all 3,002
+
+
+@POSTGRES_ONLY
+def test_the_operators_overdue_work_reads_the_steps_overdue_now(publish, agent, person_caller, org, client):
+    from accounts.models import Group
+    from tests.runs.test_query_counts import LOOP
+    from work.models import WorkItem
+
+    version = publish(LOOP)
+    operator = person_caller("op@example.com", groups=["checkers"], operator=True)
+    person_caller("o@example.com", groups=["others"])
+    client.force_login(operator.identity.user)
+    for _ in range(12):
+        ok(client.get("/inbox/"))
+    others = Group.objects.get(organization=org, name="others")
+    add_items_for_others(version, org, others, 3000)  # open, not overdue
+    copies = {"organization": org, "process_name": "loop", "version": version, "mode": "live"}
+    now = timezone.now()
+    runs = Run.objects.bulk_create(
+        Run(organization=org, version=version, process_name="loop", started_by="a_0", state="waiting",
+            data={"inputs": {}, "steps": {}}, started_at=now, updated_at=now)
+        for _ in range(1002)
+    )
+    # Late once and done since: a step stays marked overdue.
+    RunStep.objects.bulk_create(
+        RunStep(run=run, **copies, step_id="check", position=1, kind="approve", state="done", attempt=1,
+                due_at=now, overdue=True)
+        for run in runs[:1000]
+    )
+    late = RunStep.objects.bulk_create(
+        RunStep(run=run, **copies, step_id="check", position=1, kind="approve", state="waiting", attempt=1,
+                due_at=now, overdue=True)
+        for run in runs[1000:]
+    )
+    items = WorkItem.objects.bulk_create(
+        WorkItem(organization=org, run=step.run, step=step, kind="approve", assigned_group=others, created_at=now)
+        for step in late
+    )
+    page = {}
+    reads = reads_of(lambda: page.setdefault("html", ok(client.get("/inbox/")).content.decode()), PERSON_TABLES)
+    print("rows read", reads)
+    for item in items:
+        assert f"/inbox/w_{item.pk}/" in page["html"]  # both shown as overdue across the organization
+    assert all(count <= 40 for count in reads.values()), reads
