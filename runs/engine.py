@@ -29,10 +29,9 @@ from processes.models import ProcessVersion, RoleBinding
 from . import checks, leases
 from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Retry, Stale
-from .models import Event, Lease, Run, RunState, RunStep, StepState, Upload
+from .models import ACTIVE_STATES, Event, Lease, Run, RunState, RunStep, StepState, Upload
 
 SERVER = "server"
-ACTIVE_STATES = (StepState.READY, StepState.CLAIMED, StepState.WAITING)
 
 # The only step-state changes the engine makes; None is "not currently reached" (spec §3.5).
 STEP_TRANSITIONS: dict[str | None, frozenset[str | None]] = {

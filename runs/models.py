@@ -26,6 +26,10 @@ class StepState(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+# The states of a step still at work: what can still become overdue.
+ACTIVE_STATES = (StepState.READY, StepState.CLAIMED, StepState.WAITING)
+
+
 class Mode(models.TextChoices):
     LIVE = "live"
     TEST = "test"
@@ -125,7 +129,7 @@ class RunStep(models.Model):
             # index holds only the ones still at work (a query names the same condition: OVERDUE_NOW).
             models.Index(
                 fields=["organization", "due_at", "id"], name="step_overdue_now",
-                condition=models.Q(overdue=True, state__in=["ready", "claimed", "waiting"]),
+                condition=models.Q(overdue=True, state__in=list(ACTIVE_STATES)),
             ),
         ]
 
@@ -135,8 +139,9 @@ class RunStep(models.Model):
 
 # The condition of step_overdue_now, written out with its values in the query's text, where a prepared
 # statement's plan can see that the index applies (a parameter it could not).
+_ACTIVE_LIST = ", ".join(f"'{state}'" for state in ACTIVE_STATES)
 OVERDUE_NOW = RawSQL(
-    "\"runs_runstep\".\"overdue\" AND \"runs_runstep\".\"state\" IN ('ready', 'claimed', 'waiting')",
+    f'"runs_runstep"."overdue" AND "runs_runstep"."state" IN ({_ACTIVE_LIST})',
     (),
     output_field=models.BooleanField(),
 )

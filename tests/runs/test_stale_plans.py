@@ -60,15 +60,22 @@ def ok(response):
     return response
 
 
+def bulk_runs(version, organization, count: int, **fields) -> tuple[list, dict]:
+    """`count` runs of `version` added in bulk, and what each of their steps copies of them."""
+    now = timezone.now()
+    name = version.frontmatter["name"]
+    runs = Run.objects.bulk_create(
+        Run(organization=organization, version=version, process_name=name, started_by="a_0",
+            data={"inputs": {}, "steps": {}}, started_at=now, updated_at=now, **fields)
+        for _ in range(count)
+    )
+    return runs, {"organization": organization, "process_name": name, "version": version, "mode": "live"}
+
+
 def add_runs(version, organization, count: int) -> None:
     """Runs in bulk, half of them with a ready agent step: the table grows, nothing analyzes it."""
     now = timezone.now()
-    runs = Run.objects.bulk_create(
-        Run(organization=organization, version=version, process_name="one-step", started_by="a_0",
-            data={"inputs": {"ticket": "T"}, "steps": {}}, started_at=now, updated_at=now)
-        for _ in range(count)
-    )
-    copies = {"organization": organization, "process_name": "one-step", "version": version, "mode": "live"}
+    runs, copies = bulk_runs(version, organization, count)
     RunStep.objects.bulk_create(
         RunStep(run=run, **copies, step_id="work", position=0, kind="agent",
                 state="ready" if index % 2 else "done", attempt=1, ready_since=now, ready_seq=1)
@@ -134,12 +141,7 @@ def add_items_for_others(version, organization, group, count: int) -> None:
     from work.models import WorkItem
 
     now = timezone.now()
-    runs = Run.objects.bulk_create(
-        Run(organization=organization, version=version, process_name="loop", started_by="a_0", state="waiting",
-            data={"inputs": {}, "steps": {}}, started_at=now, updated_at=now)
-        for _ in range(count)
-    )
-    copies = {"organization": organization, "process_name": "loop", "version": version, "mode": "live"}
+    runs, copies = bulk_runs(version, organization, count, state="waiting")
     steps = RunStep.objects.bulk_create(
         RunStep(run=run, **copies, step_id="check", position=1, kind="approve", state="waiting", attempt=1)
         for run in runs
@@ -231,13 +233,8 @@ def test_the_operators_overdue_work_reads_the_steps_overdue_now(publish, agent, 
         ok(client.get("/inbox/"))
     others = Group.objects.get(organization=org, name="others")
     add_items_for_others(version, org, others, 3000)  # open, not overdue
-    copies = {"organization": org, "process_name": "loop", "version": version, "mode": "live"}
     now = timezone.now()
-    runs = Run.objects.bulk_create(
-        Run(organization=org, version=version, process_name="loop", started_by="a_0", state="waiting",
-            data={"inputs": {}, "steps": {}}, started_at=now, updated_at=now)
-        for _ in range(1002)
-    )
+    runs, copies = bulk_runs(version, org, 1002, state="waiting")
     # Late once and done since: a step stays marked overdue.
     RunStep.objects.bulk_create(
         RunStep(run=run, **copies, step_id="check", position=1, kind="approve", state="done", attempt=1,
