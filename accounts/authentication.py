@@ -1,13 +1,23 @@
 """Who is calling the API: an OAuth bearer token (always an agent client) or a person's browser session."""
 
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from accounts.identity import Identity
-from accounts.oauth import absolute_url, identity_for_token
+from accounts.oauth import InsufficientScope, absolute_url, identity_for_token, scope_challenge
 
 REALM = "agentprocess"
+
+
+class ScopeDenied(PermissionDenied):
+    """A token without the tools' scope: 403 with the RFC 6750 §3.1 challenge in `challenge`."""
+
+    default_detail = "The bearer token was not granted the agentprocess scope; ask for it when getting a token."
+
+    def __init__(self):
+        super().__init__()
+        self.challenge = scope_challenge(realm=REALM)
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -22,7 +32,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not raw_token:
             raise AuthenticationFailed("The bearer token is missing.")
         # The token must be good for the URL being called (RFC 8707), as the protected resource sees it.
-        identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, request.path_info))
+        try:
+            identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, request.path_info))
+        except InsufficientScope:
+            raise ScopeDenied() from None
         if identity is None:
             raise AuthenticationFailed("The bearer token is invalid, expired or revoked.")
         return identity.user, identity

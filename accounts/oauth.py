@@ -29,6 +29,17 @@ class AgentNameTaken(ValueError):
     """An agent of that name already exists in the organization."""
 
 
+class InsufficientScope(Exception):
+    """A valid token that was not granted the scope the tools need (RFC 6750 §3.1: 403, insufficient_scope)."""
+
+
+def scope_challenge(**extra: str) -> str:
+    """The WWW-Authenticate value for a token without the tools' scope; `extra` adds parameters."""
+    parts = ['error="insufficient_scope"', f'scope="{API_SCOPE}"']
+    parts += [f'{name}="{value}"' for name, value in extra.items()]
+    return "Bearer " + ", ".join(parts)
+
+
 def _request_base_url(request: HttpRequest) -> str:
     return request.build_absolute_uri(get_script_prefix()).rstrip("/")
 
@@ -142,7 +153,7 @@ def _person_identity(user: User) -> Identity | None:
 def _token_sql() -> str:
     quote = connection.ops.quote_name
     return (
-        f"SELECT t.client_id, t.data, {sql.columns(Agent, 'a')}, {sql.columns(User, 'u')}, "
+        f"SELECT t.client_id, t.data, t.scopes, {sql.columns(Agent, 'a')}, {sql.columns(User, 'u')}, "
         f"{sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
         f"FROM {quote(Token._meta.db_table)} t "
         f"LEFT JOIN {quote(Agent._meta.db_table)} a ON t.user_id IS NULL AND a.client_id = t.client_id AND a.is_active = %s "
@@ -167,7 +178,8 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
     """Return the identity an access token stands for, or None when it is unknown, expired or unusable.
 
     `resource` is the URL being called, or a function returning it; a function is called only for a
-    token that names resources, so most calls never work the URL out.
+    token that names resources, so most calls never work the URL out. A token good for that URL but not
+    granted the tools' scope raises InsufficientScope.
     """
     if not raw_token:
         return None
@@ -187,14 +199,18 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
             resource = resource()
         if not any(_covers(g, resource) for g in granted):
             return None
-    agent, user, membership, organization = _split(row[2:], Agent, User, Membership, Organization)
+    agent, user, membership, organization = _split(row[3:], Agent, User, Membership, Organization)
     if user is not None:
         if membership is None:
             return None  # a person in no organization calls nothing
         membership.organization = organization
         user.membership = membership
-        return _person_identity(user)
-    if agent is None:
+        identity = _person_identity(user)
+    elif agent is not None:
+        agent.organization = organization
+        identity = Identity.for_agent(agent)
+    else:
         return None
-    agent.organization = organization
-    return Identity.for_agent(agent)
+    if identity is not None and API_SCOPE not in Token(scopes=row[2]).get_scopes():
+        raise InsufficientScope()
+    return identity

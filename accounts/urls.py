@@ -21,6 +21,9 @@ urlpatterns = [
         {"resource_path": MCP_PATH},
         name="oauth-protected-resource-mcp",
     ),
+    # allauth's own views, answering a malformed `resource` parameter with invalid_target (RFC 8707).
+    path("identity/o/api/token", views.token, name="token"),
+    path("identity/o/api/device/code", views.device_code, name="device-code"),
     # allauth's OpenID provider: /.well-known/openid-configuration, /.well-known/jwks.json, /identity/o/...
     path("", include("allauth.idp.urls")),
 ]

@@ -5,6 +5,24 @@ own error and access lines are JSON objects from the same formatter as the app's
 """
 
 import os
+import re
+
+from gunicorn.glogging import Logger
+
+# The signature of a signed file link (runs/files.py): whoever holds it may download the file until it expires.
+_SIGNATURE = re.compile(r"(?<=[?&]s=)[^&\s]+")
+
+
+class AccessLogger(Logger):
+    """gunicorn's logger, with every signed link's signature left out of the request line, query and referer."""
+
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        for key in ("r", "q", "f", "{referer}i"):
+            if isinstance(atoms.get(key), str):
+                atoms[key] = _SIGNATURE.sub("[redacted]", atoms[key])
+        return atoms
+
 
 bind = os.environ.get("BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY") or os.cpu_count() or 1)
@@ -13,6 +31,7 @@ threads = int(os.environ.get("GUNICORN_THREADS", "2"))
 timeout = 30
 graceful_timeout = 20
 accesslog = "-"
+logger_class = AccessLogger
 
 if os.environ.get("LOG_FORMAT") == "json":
     logconfig_dict = {

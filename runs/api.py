@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -15,7 +16,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from processes.capabilities import TOOLS
 
 from . import files
-from .errors import Invalid, ToolError, database_unavailable
+from .errors import ToolError, database_unavailable
+from .parsers import too_large
 from .tools import call_tool
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,9 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.MethodNotAllowed):
         return envelope_error({"code": "invalid", "message": str(exc.detail)}, 405)
     if isinstance(exc, exceptions.PermissionDenied):
-        return envelope_error({"code": "forbidden", "message": str(exc.detail)}, 403)
+        challenge = getattr(exc, "challenge", None)
+        headers = {"WWW-Authenticate": challenge} if challenge else None
+        return envelope_error({"code": "forbidden", "message": str(exc.detail)}, 403, headers)
     return drf_exception_handler(exc, context)
 
 
@@ -75,6 +79,6 @@ class ToolView(APIView):
             try:
                 arguments = request.data
             except RequestDataTooBig as exc:
-                raise Invalid("The request body is larger than this server accepts.", ["body: too large"]) from exc
+                raise too_large(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) from exc
             data = call_tool(identity, tool, arguments)
         return Response({"ok": True, "data": data}, status=status.HTTP_200_OK)

@@ -24,6 +24,12 @@ class Invalid(ToolError):
     status = 400
 
 
+class TooLarge(Invalid):
+    """A request body over the server's limit: `invalid`, sent with 413 Content Too Large (RFC 9110 §15.5.14)."""
+
+    status = 413
+
+
 class NotAccepted(ToolError):
     code = "not_accepted"
     status = 422

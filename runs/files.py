@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import hmac
+import re
 import time
 from contextlib import contextmanager
 
@@ -12,6 +13,39 @@ from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
 _SALT = "agentprocess.file-url"
+
+# RFC 9110 §8.3.1: type "/" subtype *( OWS ";" OWS parameter ), every name a token.
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_PARAMETER = rf'{_TOKEN}=(?:{_TOKEN}|"(?:[\t !#-\[\]-~]|\\[\t -~])*")'
+MEDIA_TYPE = re.compile(rf"{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_PARAMETER})*")
+# What a file name may not hold: controls (C0, DEL, C1) and the line and paragraph separators.
+_NOT_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+# What a header value can carry as it is: visible ASCII and spaces.
+_HEADER_TEXT = re.compile("[ -~]+")
+
+
+def content_type_problem(content_type: str) -> str | None:
+    """Say why `content_type` can never be a Content-Type header, or return None when it may be one.
+
+    Text that is no media type but fits a header is kept and served as application/octet-stream.
+    """
+    if _HEADER_TEXT.fullmatch(content_type):
+        return None
+    return "must be a media type such as text/plain (RFC 9110): visible ASCII, no controls or line breaks"
+
+
+def file_name_problem(name: str) -> str | None:
+    """Say why `name` cannot name a file, or return None when it can."""
+    if _NOT_IN_NAMES.search(name):
+        return "may not contain control characters or line breaks"
+    return None
+
+
+def served_content_type(stored: str) -> str:
+    """The Content-Type to serve a stored upload with: its own when it is a media type, else octet-stream."""
+    return stored if stored and MEDIA_TYPE.fullmatch(stored) else "application/octet-stream"
 
 class _Serving:
     """The request being served and, once a link needs it, its scheme and host."""

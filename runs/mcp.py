@@ -27,16 +27,19 @@ from accounts.identity import Identity
 from accounts.oauth import (
     API_SCOPE,
     MCP_PATH,
+    InsufficientScope,
     absolute_url,
     identity_for_token,
     protected_resource_metadata_url,
+    scope_challenge,
 )
+from config.storable import MAX_DEPTH, depth_exceeds, printable, unstorable
 from processes.capabilities import TOOLS
 
 from . import files
 from .errors import Invalid, ToolError, database_unavailable
 from .mcp_tools import INSTRUCTIONS, tool_definitions
-from .parsers import MAX_DEPTH, depth_exceeds, refuse_constant
+from .parsers import refuse_constant
 from .tools import call_tool
 
 log = logging.getLogger(__name__)
@@ -171,7 +174,12 @@ def _authenticate(request: HttpRequest) -> Identity | HttpResponse:
     if not raw_token:
         return _unauthorized(request, "The bearer token is missing.", "invalid_request")
     # Pinned to this endpoint's URL: a token issued for another resource is refused (RFC 8707).
-    identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, MCP_PATH))
+    try:
+        identity = identity_for_token(raw_token, resource=lambda: absolute_url(request, MCP_PATH))
+    except InsufficientScope:
+        message = f"The bearer token was not granted the {API_SCOPE} scope; ask for it when getting a token."
+        challenge = scope_challenge(resource_metadata=protected_resource_metadata_url(request, MCP_PATH))
+        return _error(INVALID_REQUEST, message, status=403, headers={"WWW-Authenticate": challenge})
     if identity is None:
         return _unauthorized(
             request, "The bearer token is invalid, expired, revoked or for another resource.", "invalid_token"
@@ -270,6 +278,9 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
         return _error(
             INVALID_REQUEST, 'Invalid request: expected a JSON-RPC 2.0 object ("jsonrpc": "2.0").', status=400
         )
+    problems = unstorable({key: value for key, value in message.items() if key != "params"})
+    if problems:
+        return _error(INVALID_REQUEST, "Invalid request: " + "; ".join(problems), status=400)
     if "method" not in message:
         if "id" in message and ("result" in message or "error" in message):
             # A client's answer to a request we never send; nothing waits for it.
@@ -290,9 +301,13 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object.")
+        # A tool's arguments are the tool's to name (runs.tools.check_arguments); the rest is ours.
+        problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
+        if problems:
+            raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems), status=400)
         handler = METHODS.get(method)
         if handler is None:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method[:100]}")
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {printable(method)}")
         result = handler(request, identity, params)
     except RpcError as error:
         return _json({"jsonrpc": "2.0", "id": request_id, "error": error.as_error()}, error.status)
@@ -326,7 +341,7 @@ def run_tool(request: HttpRequest, identity: Identity, params: dict) -> dict:
     if not isinstance(name, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: name must be a tool name.")
     if name not in TOOLS:
-        raise RpcError(INVALID_PARAMS, f"Unknown tool: {name[:100]}", {"tools": list(TOOLS)})
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {printable(name)}", {"tools": list(TOOLS)})
     arguments = params.get("arguments")
     envelope = _envelope(request, identity, name, {} if arguments is None else arguments)
     return {

@@ -15,7 +15,10 @@ ERROR_STATUSES = {
     "401": "no valid credentials",
     "403": "forbidden",
     "404": "not_found",
+    "405": "invalid: a tool is called with POST",
     "409": "stale or conflict",
+    "413": "invalid: the body is larger than the server accepts",
+    "415": "invalid: the body is not application/json",
     "422": "not_accepted",
     "503": "retry",
 }
@@ -87,7 +90,9 @@ def tool_paths() -> tuple[dict, dict]:
                 "summary": SUMMARIES[tool],
                 "tags": ["tools"],
                 "security": [{"oauth2Bearer": []}, {"browserSession": []}],
-                "requestBody": {"required": True, "content": {"application/json": {"schema": arguments}}},
+                # A tool whose every argument is optional takes no body at all as `{}`.
+                "requestBody": {"required": bool(arguments.get("required")),
+                                "content": {"application/json": {"schema": arguments}}},
                 "responses": {
                     "200": {
                         "description": "ok",

@@ -7,8 +7,9 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 
-# Deeper JSON than this is refused before anything walks it (recursion in validators and hashing).
-MAX_DEPTH = 64
+from config.storable import MAX_DEPTH, depth_exceeds
+
+from .errors import TooLarge
 
 
 def refuse_constant(name: str):
@@ -16,21 +17,8 @@ def refuse_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def depth_exceeds(value, limit: int) -> bool:
-    """Tell whether a parsed JSON value nests deeper than `limit`, without recursion."""
-    stack = [(value, 1)]
-    while stack:
-        current, depth = stack.pop()
-        if isinstance(current, dict):
-            children = current.values()
-        elif isinstance(current, list):
-            children = current
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
+def too_large(limit: int) -> TooLarge:
+    return TooLarge("The request body is larger than this server accepts.", [f"body: larger than {limit} bytes"])
 
 
 class StrictJSONParser(JSONParser):
@@ -41,15 +29,15 @@ class StrictJSONParser(JSONParser):
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         if declared and str(declared).isdigit() and int(declared) > limit:
-            raise exceptions.ParseError("The request body is larger than this server accepts.")
+            raise too_large(limit)
         try:
             raw = stream.read(limit + 1) if stream is not None else b""
             if len(raw) > limit:
-                raise exceptions.ParseError("The request body is larger than this server accepts.")
+                raise too_large(limit)
             text = raw.decode("utf-8")
             value = json.loads(text, parse_constant=refuse_constant)
         except RequestDataTooBig as exc:
-            raise exceptions.ParseError("The request body is larger than this server accepts.") from exc
+            raise too_large(limit) from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise exceptions.ParseError(f"The body is not valid JSON: {str(exc)[:200]}") from exc
         if depth_exceeds(value, MAX_DEPTH):

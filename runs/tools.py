@@ -12,7 +12,6 @@ import datetime as dt
 import functools
 import hashlib
 import json
-import math
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,15 +26,15 @@ from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
 from config import sql
+from config.storable import printable, text_problem, unstorable
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 from processes.validation import STEP_ID_PATTERN
 
-from . import checks, engine, leases, presenting, timers
+from . import checks, engine, files, leases, presenting, timers
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import Event, IdempotencyRecord, Lease, Run, RunStep, StepState, Upload
-from .parsers import MAX_DEPTH
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
 WRITE_TOOLS = frozenset(
@@ -66,34 +65,6 @@ def fits(tool: str, arguments) -> bool:
         return False  # nothing it can read: let the full check below name what is wrong
 
 
-def unstorable(value, path: str = "") -> list[str]:
-    """Name every place no database can store: NUL characters, NaN or infinite numbers, deep nesting."""
-    found, stack = [], [(value, path, 1)]
-    while stack:
-        current, where, depth = stack.pop()
-        here = where or "arguments"
-        if isinstance(current, str):
-            if "\x00" in current:
-                found.append(f"{here}: text may not contain NUL (\\u0000) characters")
-        elif isinstance(current, float):
-            if not math.isfinite(current):
-                found.append(f"{here}: not a finite number")
-        elif isinstance(current, (dict, list)):
-            if depth > MAX_DEPTH:
-                found.append(f"{here}: nests deeper than {MAX_DEPTH} levels")
-                continue
-            if isinstance(current, dict):
-                for key, child in current.items():
-                    child_path = f"{where}.{key}" if where else str(key)
-                    if "\x00" in key:
-                        child_path = child_path.replace("\x00", "\\u0000")
-                        found.append(f"{child_path}: text may not contain NUL (\\u0000) characters")
-                    stack.append((child, child_path, depth + 1))
-            else:
-                stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(current))
-    return sorted(found)
-
-
 def check_arguments(tool: str, arguments) -> None:
     """Refuse arguments that break the tool's contract, naming every problem (spec §6 rule 3)."""
     if not isinstance(arguments, dict):
@@ -101,20 +72,24 @@ def check_arguments(tool: str, arguments) -> None:
     issues = unstorable(arguments)
     if not issues and fits(tool, arguments):
         return
-    # Only arguments that break the contract come here, where every problem is named.
-    for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: list(e.absolute_path)):
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    # Only arguments that break the contract come here, where every problem is named, and every name
+    # and value a message quotes is printable (config.storable), whatever the arguments held.
+    for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: [(isinstance(p, str), p)
+                                                                                 for p in e.absolute_path]):
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{printable(p)}" for p in error.absolute_path)
+        where = where.lstrip(".")
         if error.validator == "additionalProperties":
             extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            issues.extend(f"{(where + '.') if where else ''}{name}: not an argument of {tool}" for name in extra)
+            issues.extend(f"{(where + '.') if where else ''}{printable(name)}: not an argument of {tool}"
+                          for name in extra)
         elif error.validator == "required":
             missing = [name for name in error.validator_value if name not in error.instance]
             issues.extend(f"{(where + '.') if where else ''}{name}: required" for name in missing)
         else:
-            message = error.message if len(error.message) < 200 else error.message[:200] + "…"
-            issues.append(f"{where or 'arguments'}: {message}")
+            issues.append(f"{where or 'arguments'}: {printable(error.message, 200)}")
     if issues:
-        raise Invalid(f"The arguments do not fit the {tool} contract.", issues)
+        # One schema error can name what another names too (each `required` error lists every missing name).
+        raise Invalid(f"The arguments do not fit the {tool} contract.", list(dict.fromkeys(issues)))
 
 
 def call_tool(identity: Identity, tool: str, arguments) -> dict:
@@ -147,8 +122,14 @@ class _Write:
 
     def recheck(self, found: list) -> None:
         """Call with the run locked: a concurrent twin may have committed while this one waited."""
-        if found:
+        if found and self.replays:
             raise _Replayed(_replay(found[0], self))
+
+    @property
+    def replays(self) -> bool:
+        """Whether a recorded result may answer this call: never an agent's decide, which is always
+        refused (spec §6 rule 4), even with the requestId of a person's decision."""
+        return self.tool != "decide" or self.identity.is_human
 
 
 @dataclass
@@ -284,6 +265,8 @@ def _cursor_values_fit(values: list) -> bool:
     """A cursor holds names, ISO times and ids; anything else did not come from this server."""
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (str, int)):
+            return False
+        if isinstance(value, str) and text_problem(value):
             return False
         if isinstance(value, int) and not 0 <= value < 2**62:
             return False
@@ -471,6 +454,13 @@ def _published_query(identity: Identity, name: str, number: int | None) -> tuple
     return statement + " ORDER BY v.number DESC LIMIT 1", params
 
 
+def _storable_version(number: int) -> bool:
+    """Whether a version number is within what the database stores; no version beyond it exists."""
+    field = ProcessVersion._meta.get_field("number")
+    low, high = connection.ops.integer_field_range(field.get_internal_type())
+    return (low is None or number >= low) and (high is None or number <= high)
+
+
 def start_run(identity: Identity, arguments: dict) -> dict:
     from .acceptance import check_fields
 
@@ -499,7 +489,10 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
-    published = _published_query(identity, arguments["process"], arguments.get("version"))
+    number = arguments.get("version")
+    if number is not None and not _storable_version(int(number)):
+        raise NotFound(f"No published process '{arguments['process']}' version {number} in this organization.")
+    published = _published_query(identity, arguments["process"], number)
     run_key = sql.next_ids(Run)
     return _write(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
 
@@ -653,6 +646,13 @@ def send_event(identity: Identity, arguments: dict) -> dict:
 
 
 def upload(identity: Identity, arguments: dict) -> dict:
+    issues = []
+    if problem := files.file_name_problem(arguments["fileName"]):
+        issues.append(f"fileName: {problem}")
+    if problem := files.content_type_problem(arguments["contentType"]):
+        issues.append(f"contentType: {problem}")
+    if issues:
+        raise Invalid("The file cannot be stored as described.", issues)
     encoded = arguments["contentBase64"]
     limit = settings.MAX_UPLOAD_BYTES
     # The decoded size of anything b64decode(validate=True) accepts, worked out without decoding it.

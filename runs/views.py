@@ -1,8 +1,9 @@
 """Signed downloads of uploaded files (spec §5)."""
 
 from django.http import Http404, HttpResponse
+from django.utils.http import content_disposition_header
 
-from .files import signature_valid
+from .files import served_content_type, signature_valid
 from .models import Upload
 
 
@@ -13,9 +14,9 @@ def download(request, public_id: str):
     upload = Upload.objects.filter(public_id=public_id).first()
     if upload is None:
         raise Http404("No such file.")
-    response = HttpResponse(bytes(upload.content), content_type=upload.content_type or "application/octet-stream")
-    safe_name = upload.file_name.replace('"', "").replace("\r", "").replace("\n", "")
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+    response = HttpResponse(bytes(upload.content), content_type=served_content_type(upload.content_type))
+    # RFC 6266: quoted when it can be, else filename* (RFC 8187), which carries any name, controls escaped.
+    response["Content-Disposition"] = content_disposition_header(True, upload.file_name or "file")
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, no-store"
     response["Content-Security-Policy"] = "sandbox; default-src 'none'"

@@ -2,18 +2,12 @@
 
 import json
 import logging
-import os
-import socket
-import subprocess
 import sys
-import time
-from pathlib import Path
 
 import requests
 
 from config.logging import JSONFormatter
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.config.nodes import gunicorn_node
 
 
 def test_json_log_lines():
@@ -27,40 +21,16 @@ def test_json_log_lines():
     assert "ValueError: broken" in json.loads(JSONFormatter().format(record))["exception"]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_a_node_started_with_its_gunicorn_config_logs_json_and_no_token(tmp_path):
-    port = free_port()
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "LOG_FORMAT": "json",
-           "LOG_LEVEL": "INFO", "BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1", "DEBUG": "0",
-           "SECRET_KEY": "log-test-" + "k" * 50, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=120)
-    out, err = tmp_path / "out", tmp_path / "err"
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"],
-                                  cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(f"{base}/healthz?probe=1", timeout=2)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and server.poll() is None, err.read_text()
-                time.sleep(0.2)
+    with gunicorn_node(tmp_path, LOG_FORMAT="json") as (base, _, out, err):
         secret = "apat1.not-a-real-token-but-secret"
         refused = requests.post(f"{base}/api/tools/describe", json={}, timeout=10,
                                 headers={"Authorization": f"Bearer {secret}"})
         assert refused.status_code == 401
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        signature = "0123456789abcdef0123456789abcdef"
+        link = requests.get(f"{base}/files/f_1?e=99999999999&s={signature}", timeout=10,
+                            headers={"Referer": f"{base}/files/f_2?e=1&s={signature}"})
+        assert link.status_code == 404
     lines = [line for line in (out.read_text() + err.read_text()).splitlines() if line.strip()]
     entries = [json.loads(line) for line in lines]  # every line is one JSON object
     assert all({"time", "level", "logger", "message"} <= entry.keys() for entry in entries)
@@ -71,6 +41,9 @@ def test_a_node_started_with_its_gunicorn_config_logs_json_and_no_token(tmp_path
     assert any(e["logger"] == "django.request" and e.get("status") == 401 for e in entries)
     assert any(e["logger"] == "gunicorn.error" and "Booting worker" in e["message"] for e in entries)
     assert secret not in "\n".join(lines)
+    # A signed link's signature is a capability: the access line keeps the path, never the signature.
+    assert any(e.get("path") == "/files/f_1" for e in access)
+    assert signature not in "\n".join(lines)
 
 
 def test_celery_logs_as_the_app_does(settings):

@@ -82,7 +82,7 @@ def client_credentials_token(client, client_id: str, secret: str, **params) -> s
     return response.json()["access_token"]
 
 
-def person_token(user) -> str:
+def person_token(user, *, scopes: str = "agentprocess") -> str:
     """Store an access token for a person, as an MCP client's authorization-code + PKCE sign-in leaves one."""
     from allauth.idp.oidc.models import Client as OAuthClient
     from allauth.idp.oidc.models import Token
@@ -94,7 +94,7 @@ def person_token(user) -> str:
         client=app,
         user=user,
         expires_at=timezone.now() + timedelta(hours=1),
-        scopes="agentprocess",
+        scopes=scopes,
     )
     token.set_value(raw)
     token.save()

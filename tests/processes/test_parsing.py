@@ -394,11 +394,11 @@ def test_billion_laughs_is_refused_quickly():
     for n in range(1, 10):
         prev, cur = chr(ord("a") + n - 1), chr(ord("a") + n)
         lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
-    started = time.monotonic()
+    started = time.process_time()
     assert issues("---\n" + "\n".join(lines) + "\n---\n") == [
         "frontmatter: line 2: anchors (&a) are not allowed"
     ]
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 1
 
 
 # Bounds: size, depth and node count, each refused before it costs much.
@@ -406,11 +406,11 @@ def test_billion_laughs_is_refused_quickly():
 
 def test_size_cap_is_checked_before_yaml_parsing():
     huge = b"---\na: [" + b"[" * (MAX_DOCUMENT_BYTES) + b"\n---\n"
-    started = time.monotonic()
+    started = time.process_time()
     assert issues(huge) == [
         f"document: is larger than the limit of {MAX_DOCUMENT_BYTES} bytes (at least {len(huge)})"
     ]
-    assert time.monotonic() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_size_cap_counts_bytes_not_characters():
@@ -429,11 +429,11 @@ def test_max_bytes_can_be_lowered_or_raised():
 
 
 def test_depth_bomb_in_flow_style_is_refused_quickly():
-    started = time.monotonic()
+    started = time.process_time()
     assert issues("---\na: " + "[" * 500_000 + "\n---\n") == [
         f"frontmatter: line 2: nested deeper than {MAX_DEPTH} levels"
     ]
-    assert time.monotonic() - started < 1
+    assert time.process_time() - started < 1
 
 
 def test_depth_bomb_in_block_style_is_refused():
@@ -453,9 +453,9 @@ def test_nesting_up_to_the_limit_is_accepted():
 
 def test_node_count_is_bounded():
     text = "---\na: [" + "1," * (MAX_NODES + 10) + "]\n---\n"
-    started = time.monotonic()
+    started = time.process_time()
     assert issues(text) == [f"frontmatter: line 2: the frontmatter has more than {MAX_NODES} values"]
-    assert time.monotonic() - started < 3
+    assert time.process_time() - started < 3
 
 
 # Everything else YAML can go wrong with becomes an issue with a line.

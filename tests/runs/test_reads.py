@@ -1,6 +1,7 @@
 """describe, list_processes, list_runs and the OpenAPI documents (tools.md)."""
 
 import json
+import re
 
 from processes.capabilities import TOOLS
 from tests.runs.conftest import rid
@@ -108,4 +109,11 @@ def test_openapi_schema_and_docs_are_served(client):
     assert submit["requestBody"]["content"]["application/json"]["schema"]["required"] == [
         "token", "output", "summary", "requestId"]
     assert {"200", "400", "401", "409", "422", "503"} <= set(submit["responses"])
-    assert client.get("/api/docs/").status_code == 200
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    # Every script and stylesheet the page loads is this server's own (no CDN).
+    sources = re.findall(r'(?:src|href)="([^"]+)"', docs.content.decode())
+    sources += re.findall(r'"(/static/[^"]+\.(?:js|css))"', docs.content.decode())
+    assert sources and all(source.startswith("/") for source in sources), sources
+    for source in sources:
+        assert client.get(source).status_code == 200, source

@@ -1,0 +1,35 @@
+"""Requests whose path, query or cookies hold text that no database can store are answered before any view."""
+
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
+
+from .storable import text_problem
+
+
+def _first_problem(pairs) -> str | None:
+    for key, values in pairs:
+        for text in (key, *values):
+            problem = text_problem(text)
+            if problem:
+                return problem
+    return None
+
+
+class RefuseUnstorableText:
+    """A path no page has is 404; a query or cookie no form could have sent is 400 (config.storable).
+
+    It runs before the session is read, so no look-up ever carries such text to the database.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if text_problem(request.path_info):
+            return HttpResponseNotFound("Not found: no page has this path.", content_type="text/plain")
+        problem = _first_problem(request.GET.lists()) or _first_problem(
+            (name, [value]) for name, value in request.COOKIES.items()
+        )
+        if problem:
+            return HttpResponseBadRequest(f"Bad request: the query or a cookie: {problem}.",
+                                          content_type="text/plain")
+        return self.get_response(request)
