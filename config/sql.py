@@ -2,27 +2,27 @@
 
 The ORM compiles every queryset anew; on a path that runs on every request that compilation costs
 more than the database does. These helpers keep what Django would do (column names, the backend's
-value converters and parameter adaptation) and do it with a fixed statement.
+value converters and parameter adaptation) with a fixed statement text, built once per process.
+
+Everything here stands on public APIs. On PostgreSQL several statements go in one round trip through
+psycopg's pipeline mode, each bound on the server; psycopg prepares a statement by itself once it
+has run `prepare_threshold` times on a connection (settings.DATABASES OPTIONS). Django's
+`transaction.atomic` owns every BEGIN and COMMIT: psycopg queues a transaction's BEGIN with the
+first statement of a pipeline, and nothing here ever ends a transaction.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
-import re
 import threading
 from contextlib import contextmanager
 
 import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import Model
 from django.db.models import fields as model_fields
-from django.db.models.base import ModelState
-from django.db.models.signals import post_init, pre_init
-from psycopg import adapt, pq
-from psycopg._preparing import PrepareManager
-from psycopg._queries import PostgresClientQuery
+from psycopg import pq
 
 
 class _Pending(threading.local):
@@ -33,14 +33,12 @@ _pending = _Pending()
 
 
 @contextmanager
-def deferred(*, commit: bool = False):
+def deferred():
     """Hold the UPDATEs and result-less INSERTs made inside and send them together at the end.
 
-    On PostgreSQL they go as one multi-statement query: one round trip instead of one each. Use it
-    only inside a transaction, around code that does not read back the rows it writes through here.
-    `commit=True`, for the block that ends the outermost transaction, adds its COMMIT to that query
-    (PostgreSQL); the atomic block's own commit then finds the transaction over and sends nothing.
-    If any statement fails, the COMMIT never runs and the atomic block rolls back as usual.
+    On PostgreSQL they go in one pipeline: one round trip instead of one each. Use it only inside a
+    transaction, around code that does not read back the rows it writes through here; an error in any
+    of them is raised at the end, and the transaction rolls back as usual.
     """
     if _pending.statements is not None:
         yield
@@ -49,71 +47,35 @@ def deferred(*, commit: bool = False):
     try:
         yield
         statements, _pending.statements = _pending.statements, None
-        if commit and statements and postgres():
-            statements.append(("COMMIT", []))
         _send(statements)
     finally:
         _pending.statements = None
 
 
 @contextmanager
-def _batch(statements):
-    """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
+def _pipelined(statements):
+    """Django cursors that have each run one of `statements`, (text, params) each, all in one round trip.
 
-    Several statements in one query take PostgreSQL's simple query protocol, so their parameters are
-    bound on the client for it, as psycopg's mogrify does (psycopg then reuses each one's parsed
-    placeholders), and the joined text goes without parameters. A statement sent often enough on a
-    connection is prepared there once and then goes as `EXECUTE name(values)`, so the database does
-    not parse and plan it again each time (`_Prepared`). The connection's other statements bind
-    theirs on the server and psycopg prepares them itself. A batch that is a transaction's first
-    query carries that transaction's BEGIN at its head, instead of psycopg sending it on its own.
+    psycopg's pipeline mode sends every statement, with its parameters bound on the server, and one
+    Sync; each cursor then holds its statement's rows. Where the connection is outside a transaction
+    and not in autocommit, psycopg queues the transaction's BEGIN at the pipeline's head.
     """
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
-    with db.wrap_database_errors:
-        raw_connection = db.connection
-        prepared = _Prepared.of(raw_connection)
-        raw = psycopg.ClientCursor(raw_connection)
-        if _utc(db, raw_connection):
-            raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
-        # One transformer for the whole batch, as mogrify would make for each statement: each type's
-        # dumper is looked up once.
-        transformer = adapt.Transformer(raw)
-        literal = transformer.as_literal
-        parts = []
-        for statement, params in statements:
-            name = prepared.name(raw, statement) if prepared is not None else None
-            if name is None:
-                query = PostgresClientQuery(transformer)
-                query.convert(statement, params)
-                parts.append(query.query)
-            else:
-                parts.append(_execute_bytes(name, [b"NULL" if p is None else literal(p) for p in params]))
-        opens = _opens_transaction(raw_connection)
-        if opens:
-            parts.insert(0, raw_connection._get_tx_start_command())
-        text = b";\n".join(parts).decode(transformer.encoding)
-    cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
+    cursors = []
     try:
-        try:
-            if opens:
-                # The batch carries the transaction's BEGIN: psycopg, which would send its own in a
-                # round trip before the batch, is kept from doing so for this one query.
-                raw_connection._autocommit = True
-                try:
-                    cursor.execute(text)
-                finally:
-                    raw_connection._autocommit = False
-                cursor.nextset()  # past BEGIN's result, to the first statement's
-            else:
-                cursor.execute(text)
-        except Exception as error:
-            if prepared is not None and getattr(error.__cause__, "sqlstate", None) == _NO_SUCH_STATEMENT:
-                prepared.forget()  # something else emptied the connection's statements: start again
-            raise
-        yield cursor
+        with db.wrap_database_errors, db.connection.pipeline() as pipeline:
+            for text, params in statements:
+                cursor = db.cursor()
+                cursors.append(cursor)
+                if _utc(db):
+                    cursor.cursor.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+                cursor.execute(text, params)
+            pipeline.sync()
+        yield cursors
     finally:
-        cursor.close()
+        for cursor in cursors:
+            cursor.close()
 
 
 # psycopg's own timestamptz loader, in C where psycopg has its C module: what a batch's rows are read with.
@@ -121,7 +83,7 @@ _TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
 _C_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ, pq.Format.TEXT)
 
 
-def _utc(db, raw_connection) -> bool:
+def _utc(db) -> bool:
     """Whether psycopg's timestamptz loader reads values as Django's would on this connection.
 
     Django reads timestamptz with a loader of its own, in Python, that gives each datetime Django's
@@ -129,137 +91,14 @@ def _utc(db, raw_connection) -> bool:
     datetimes, about twenty times faster. It is set on each batch's cursor, not on the connection:
     Django asks the connection's loader for its zone at every cursor it opens, and psycopg's has none.
     """
-    return settings.USE_TZ and db.timezone is dt.UTC and raw_connection.info.timezone is dt.UTC
-
-
-def _opens_transaction(raw_connection) -> bool:
-    """Whether the next query on this psycopg connection starts a transaction (psycopg would send BEGIN)."""
-    return (
-        not raw_connection.autocommit
-        and raw_connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
-        and raw_connection._pipeline is None
-    )
-
-
-_NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name
-
-
-@functools.cache
-def _numbered(statement: str) -> str:
-    """`statement` with its `%s` placeholders numbered for PREPARE (`$1`, `$2`, ...) and `%%` made `%`."""
-    count = 0
-
-    def number(match):
-        nonlocal count
-        if match.group() == "%%":
-            return "%"
-        count += 1
-        return f"${count}"
-
-    return re.sub(r"%%|%s", number, statement)
-
-
-def _execute_bytes(name: str, literals: list[bytes]) -> bytes:
-    """`EXECUTE name(...)` with the parameters' literals, as psycopg's mogrify would write it."""
-    return b"EXECUTE %b(%b)" % (name.encode(), b", ".join(literals)) if literals else b"EXECUTE " + name.encode()
-
-
-class _Prepared:
-    """The batch statements prepared on one psycopg connection, by their text.
-
-    A statement is prepared by itself, in its own round trip, after it has been sent `threshold`
-    times (the connection's `prepare_threshold`; none when that is off, as behind a transaction-mode
-    pooler). Inside a transaction it is prepared within a savepoint, so a statement PostgreSQL
-    cannot prepare (a parameter whose type it cannot tell) costs the transaction nothing and goes
-    as plain text from then on. A prepared statement outlives a rollback, so knowing that its
-    PREPARE succeeded is knowing it exists, until psycopg empties the connection's statements
-    (`DEALLOCATE ALL`, after a rollback or a DROP while it holds prepared statements of its own):
-    the connection's prepare manager is given `_ClearingManager` behaviour, which forgets these too.
-    """
-
-    limit = 200  # statements per connection, as a bound on the server's memory
-
-    def __init__(self, threshold: int) -> None:
-        self.threshold = threshold
-        self.names: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
-        self.generation = 0
-
-    @classmethod
-    def of(cls, raw_connection) -> _Prepared | None:
-        manager = raw_connection._prepared
-        if manager.prepare_threshold is None:
-            return None
-        if type(manager) is not _ClearingManager:
-            manager.__class__ = _ClearingManager
-            manager.batch = cls(max(manager.prepare_threshold, 1))
-        return manager.batch
-
-    def forget(self) -> None:
-        self.names.clear()
-        self.counts.clear()
-        self.generation += 1  # names never come back: one left over on the server cannot collide
-
-    def name(self, raw, statement: str) -> str | None:
-        """The prepared name of `statement` on this connection, preparing it now if it is due; or None."""
-        name = self.names.get(statement)
-        if name is not None or statement in _unpreparable:
-            return name
-        if statement.lstrip()[:6].upper() not in _PREPARABLE:
-            return None  # COMMIT, say
-        count = self.counts.get(statement, 0) + 1
-        if count < self.threshold or len(self.names) >= self.limit:
-            if len(self.counts) >= self.limit * 5:
-                self.counts.clear()  # texts that vary from call to call: counting them would only grow
-            self.counts[statement] = count
-            return None
-        self.counts.pop(statement, None)
-        return self._prepare(raw, statement)
-
-    def _prepare(self, raw, statement: str) -> str | None:
-        status = raw.connection.info.transaction_status
-        if status not in (pq.TransactionStatus.IDLE, pq.TransactionStatus.INTRANS):
-            return None  # a failed transaction: the batch will fail on its own
-        name = f"ap_{self.generation}_{len(self.names) + 1}"
-        text = f"PREPARE {name} AS {_numbered(statement)}"
-        # Outside autocommit psycopg opens a transaction at the first statement, so IDLE is within one too.
-        within = status == pq.TransactionStatus.INTRANS or not raw.connection.autocommit
-        if within:
-            # On its own: a statement that fails to parse stops the whole query it is in, savepoint and all.
-            raw.execute("SAVEPOINT ap_prepare", prepare=False)
-            text += "; RELEASE SAVEPOINT ap_prepare"
-        try:
-            raw.execute(text, prepare=False)
-        except Exception:
-            _unpreparable.add(statement)
-            if within:
-                raw.execute("ROLLBACK TO SAVEPOINT ap_prepare; RELEASE SAVEPOINT ap_prepare", prepare=False)
-            return None
-        self.names[statement] = name
-        return name
-
-
-_unpreparable: set[str] = set()
-_PREPARABLE = {"SELECT", "INSERT", "UPDATE", "DELETE", "VALUES"}  # what PREPARE takes (a WITH is not tried)
-
-
-class _ClearingManager(PrepareManager):
-    """psycopg's prepare manager, which also forgets the batch statements when it empties the connection's."""
-
-    batch: _Prepared
-
-    def clear(self) -> bool:
-        emptied = super().clear()
-        if emptied:  # psycopg is about to send DEALLOCATE ALL
-            self.batch.forget()
-        return emptied
+    return settings.USE_TZ and db.timezone is dt.UTC and db.connection.info.timezone is dt.UTC
 
 
 def _send(statements: list) -> None:
     if not statements:
         return
     if postgres() and len(statements) > 1:
-        with _batch(statements):
+        with _pipelined(statements):
             pass  # nothing to read back
         return
     with connection.cursor() as cursor:
@@ -317,30 +156,7 @@ def build(model, values, db=None):
     # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
     if values[_pk_index(model)] is None:
         return None
-    attnames = _plain_attnames(model)
-    if attnames is None:
-        return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values, db))
-    # What Model.__init__ does for a full row of a model nothing listens to: the field values and
-    # the state of a row that is already in the database, without the per-field bookkeeping.
-    obj = model.__new__(model)
-    obj.__dict__.update(zip(attnames, convert(model, values, db), strict=True))
-    state = obj._state = ModelState()
-    state.adding = False
-    state.db = DEFAULT_DB_ALIAS
-    return obj
-
-
-@functools.cache
-def _plain_attnames(model) -> tuple | None:
-    """The models whose rows `build` may fill directly: no init signal receivers, no custom from_db.
-
-    Asked once per model, at its first row: receivers connect when the apps load, before any query.
-    """
-    if pre_init.has_listeners(model) or post_init.has_listeners(model):
-        return None
-    if model.from_db.__func__ is not Model.from_db.__func__:
-        return None
-    return tuple(field.attname for field in model._meta.concrete_fields)
+    return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values, db))
 
 
 @functools.cache
@@ -504,14 +320,10 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
 
 def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
-    results = []
     if postgres() and len(statements) > 1:
-        with _batch(statements) as cursor:
-            for index in range(len(statements)):
-                if index:
-                    cursor.nextset()
-                results.append(cursor.fetchall())
-        return results
+        with _pipelined(statements) as cursors:
+            return [cursor.fetchall() for cursor in cursors]
+    results = []
     with connection.cursor() as cursor:
         for text, params in statements:
             cursor.execute(text, params)

@@ -6,17 +6,18 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from processes.parsing import parse_process
+from processes.validation import parse_duration
+
 JOIN = "join"
 PERSON_KINDS = ("task", "approve")
 WAIT_KINDS = ("wait", "wait_until", "wait_for")
 KINDS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish", "parallel")
-_UNITS = {"m": 60, "h": 3600, "d": 86400}
 
 
 def duration_seconds(text: str | None) -> int | None:
-    if not text:
-        return None
-    return int(text[:-1]) * _UNITS[text[-1]]
+    """A published duration (`30m`, `4h`, `2d`) in seconds; None where there is none."""
+    return parse_duration(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,6 @@ def definition_for(version) -> Definition:
     found = _cache.get(version.sha256)
     if found is None:
         # Parse the source again: a jsonb column does not keep the declared order of fields.
-        from processes.parsing import parse_process
-
         parsed = parse_process(version.source) if version.source else None
         frontmatter = parsed.frontmatter if parsed and parsed.frontmatter and not parsed.issues else version.frontmatter
         found = compile_definition(frontmatter, version.body)

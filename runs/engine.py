@@ -11,8 +11,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import hashlib
-import json
-import re
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -23,13 +21,27 @@ from django.utils import timezone
 from accounts.identity import Identity
 from accounts.models import User
 from config import sql
-from processes.definition import JOIN, Definition, StepDef, definition_for
+from processes.definition import JOIN, Definition, StepDef, definition_for, duration_seconds
 from processes.models import ProcessVersion, RoleBinding
 
-from . import checks, leases
+from . import checks, leases, notices
 from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
+from .assignments import may_decide
+from .canonical import data_size, snapshot_of
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Retry, Stale
-from .models import ACTIVE_STATES, Event, Lease, Run, RunState, RunStep, StepState, Upload
+from .models import (
+    ACTIVE_STATES,
+    Event,
+    Lease,
+    Run,
+    RunState,
+    RunStep,
+    StepState,
+    Upload,
+    WorkItem,
+    WorkItemState,
+    public_pk,
+)
 
 SERVER = "server"
 
@@ -51,42 +63,10 @@ class IllegalTransition(Exception):
     """A bug: the engine tried a state change the transition table does not allow."""
 
 
-def public_pk(value, prefix: str) -> int | None:
-    """Return the database id an `r_…`/`w_…` id names, or None for anything else (ASCII digits, in range)."""
-    if isinstance(value, str) and re.fullmatch(rf"{prefix}_[0-9]{{1,17}}", value):
-        return int(value[len(prefix) + 1 :])
-    return None
-
-
 def iso(moment: dt.datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _plain(value):
-    # A database may hand an integral float back as an integer (jsonb: 1e21); spell both alike.
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e300:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def canonical_json(value) -> bytes:
-    """Serialise JSON deterministically (sorted keys, no spaces); integers of any size are allowed."""
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def snapshot_of(data: dict) -> str:
-    """Hash run data as a decision's snapshot (spec §3.4)."""
-    return hashlib.sha256(canonical_json(data)).hexdigest()
-
-
-def data_size(data: dict) -> int:
-    return len(canonical_json(data))
 
 
 @dataclass
@@ -113,8 +93,6 @@ class Txn:
         return self.steps[step_id]
 
     def open_items(self) -> list:
-        from work.models import WorkItem, WorkItemState
-
         if self._items is None:
             self._items = list(WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN))
         return self._items
@@ -221,8 +199,6 @@ def load_for_write(
 
 def flush(txn: Txn) -> None:
     """Save everything the write changed and schedule its side effects for after the commit."""
-    from work.models import WorkItem
-
     run = txn.run
     if not run.is_over:
         run.state = derive_run_state(txn)
@@ -268,10 +244,8 @@ def flush(txn: Txn) -> None:
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     if txn.notices:
-        from work.notifications import record_overdue
-
         for step_id, _attempt in txn.notices:
-            record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+            notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
         transaction.on_commit(_after_commit(run.pk))
 
 
@@ -292,9 +266,7 @@ def _run_changes(run: Run) -> dict:
 
 def _after_commit(run_id: int):
     def send():
-        from work.notifications import send_pending_email
-
-        send_pending_email(run_id=run_id)
+        notices.send_pending_email(run_id=run_id)
 
     return send
 
@@ -473,8 +445,6 @@ def _arrive(txn: Txn, step_id: str) -> None:
 
 
 def parse_wait(value: str) -> int:
-    from processes.definition import duration_seconds
-
     return duration_seconds(value) or 0
 
 
@@ -497,8 +467,6 @@ def _bindings(txn: Txn) -> dict[str, int]:
 
 
 def _open_person_item(txn: Txn, step: StepDef, row: RunStep) -> None:
-    from work.models import WorkItem
-
     item = WorkItem(organization_id=txn.run.organization_id, run=txn.run, step=row, kind=step.kind, created_at=txn.now)
     item._row = row
     person = step.person
@@ -529,8 +497,6 @@ def _open_person_item(txn: Txn, step: StepDef, row: RunStep) -> None:
 
 
 def open_escalation_item(txn: Txn, row: RunStep, escalation: dict) -> None:
-    from work.models import WorkItem
-
     item = WorkItem(
         organization_id=txn.run.organization_id,
         run=txn.run,
@@ -591,8 +557,6 @@ def complete(txn: Txn, row: RunStep, record: dict | None, target: str | None) ->
 
 
 def _close_items(txn: Txn, row: RunStep, decision: str | None = None, by: str | None = None) -> None:
-    from work.models import WorkItemState
-
     for item in txn.open_items():
         if item_step(txn, item) is row and item.state == WorkItemState.OPEN:
             item.state = WorkItemState.DECIDED if decision else WorkItemState.REMOVED
@@ -1009,17 +973,6 @@ DECISIONS = {
 }
 
 
-def may_decide(identity: Identity, item) -> bool:
-    """Whether a person is inside an item's assignment: the group, the named person, or operators."""
-    if not identity.is_human or identity.user is None:
-        return False
-    if item.for_operators:
-        return identity.is_operator
-    if item.assigned_user_id is not None:
-        return item.assigned_user_id == identity.user.pk
-    return identity.user.process_groups.filter(pk=item.assigned_group_id).exists()
-
-
 def decide(
     txn: Txn,
     *,
@@ -1036,8 +989,6 @@ def decide(
     answered: checks.Answered | None = None,
 ) -> None:
     """Apply a person's decision, checked in the order tools.md gives (decide); `answered` is a task's check."""
-    from work.models import WorkItem
-
     pk = public_pk(work_item_id, "w")
     item = next((i for i in txn.open_items() if i.pk == pk), None) if pk is not None else None
     if item is None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from processes.definition import Definition
 
-from .engine import DECISIONS, iso, snapshot_of
+from .canonical import snapshot_of
+from .engine import DECISIONS, iso
 from .files import data_with_urls, with_urls
 from .models import Run, RunStep, StepState
 

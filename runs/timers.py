@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from config import sql
 
-from . import engine
+from . import engine, notices
 from .models import Run
 
 log = logging.getLogger(__name__)
@@ -64,10 +64,8 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
 
 def sweep(*, limit: int = 500) -> int:
     """Catch up every organization's due runs and send the email still owed; what Celery beat schedules."""
-    from work.notifications import send_pending_email
-
     changed = catch_up(limit=limit)
-    send_pending_email()
+    notices.send_pending_email()
     return changed
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 import functools
 import hashlib
 import json
@@ -26,15 +25,29 @@ from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
 from config import sql
-from config.storable import printable, text_problem, unstorable
+from config.storable import printable, unstorable
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 from processes.validation import STEP_ID_PATTERN
 
-from . import checks, engine, files, leases, presenting, timers
+from . import checks, engine, files, leases, paging, presenting, timers
+from .acceptance import check_fields
+from .assignments import assigned_items
+from .canonical import canonical_json, data_size, snapshot_of
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
-from .models import Event, IdempotencyRecord, Lease, Run, RunStep, StepState, Upload
+from .models import (
+    Event,
+    IdempotencyRecord,
+    Lease,
+    Run,
+    RunStep,
+    StepState,
+    Upload,
+    WorkItem,
+    WorkItemState,
+    public_pk,
+)
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
 WRITE_TOOLS = frozenset(
@@ -142,7 +155,7 @@ class _Outcome:
 
 def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
     payload = {"tool": tool, "by": identity.ref, "arguments": {k: v for k, v in arguments.items() if k != "requestId"}}
-    return hashlib.sha256(engine.canonical_json(payload)).hexdigest()
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 _RECORD_WHERE = "t.organization_id = %s AND t.request_id = %s"
@@ -177,10 +190,9 @@ def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=(
         found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
         if found:
             return _replay(found[0], write)
-    outermost = not connection.in_atomic_block
     try:
-        # The write's UPDATEs and its record go to the database together, with the commit.
-        with transaction.atomic(), sql.deferred(commit=outermost):
+        # The write's UPDATEs and INSERTs, its record among them, go to the database together.
+        with transaction.atomic(), sql.deferred():
             outcome: _Outcome = perform(write)
             if outcome.error is None:
                 stored = {"data": outcome.data}
@@ -221,7 +233,7 @@ def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> d
 
 
 def _run_pk(run_id: str) -> int:
-    pk = engine.public_pk(run_id, "r")
+    pk = public_pk(run_id, "r")
     if pk is None:
         raise NotFound(f"No run '{run_id}' in this organization.")
     return pk
@@ -245,56 +257,6 @@ def _view(txn: engine.Txn) -> dict:
     return presenting.run_view(txn.run, txn.definition, list(txn.steps.values()), txn.open_items())
 
 
-def _cursor(values: list) -> str:
-    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
-
-
-def _uncursor(cursor: str | None, size: int) -> list | None:
-    if cursor is None:
-        return None
-    try:
-        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, binascii.Error):
-        values = None
-    if not isinstance(values, list) or len(values) != size or not _cursor_values_fit(values):
-        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"])
-    return values
-
-
-def _cursor_values_fit(values: list) -> bool:
-    """A cursor holds names, ISO times and ids; anything else did not come from this server."""
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            return False
-        if isinstance(value, str) and text_problem(value):
-            return False
-        if isinstance(value, int) and not 0 <= value < 2**62:
-            return False
-    return True
-
-
-def _parse_time(value) -> dt.datetime:
-    try:
-        return dt.datetime.fromisoformat(value)
-    except (TypeError, ValueError) as exc:
-        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"]) from exc
-
-
-def encode_cursor(moment: dt.datetime, pk: int) -> str:
-    """A page's end as an opaque cursor: the ordering time and the id that breaks ties."""
-    return _cursor([moment.isoformat(), pk])
-
-
-def cursor_after(cursor: str | None) -> tuple[dt.datetime, int] | None:
-    """Read a cursor made by encode_cursor, or refuse it as `invalid`."""
-    values = _uncursor(cursor, 2)
-    if values is None:
-        return None
-    if not isinstance(values[0], str) or not isinstance(values[1], int):
-        raise Invalid("The cursor is not one this server gave out.", ["cursor: not recognised"])
-    return _parse_time(values[0]), values[1]
-
-
 # --- reads --------------------------------------------------------------------------------------
 
 
@@ -313,7 +275,7 @@ def describe(identity: Identity, arguments: dict) -> dict:
 
 def list_processes(identity: Identity, arguments: dict) -> dict:
     limit = 50
-    after = _uncursor(arguments.get("cursor"), 1)
+    after = paging.read_cursor(arguments.get("cursor"), 1)
     processes = Process.objects.filter(organization=identity.organization, versions__isnull=False).distinct()
     if after:
         processes = processes.filter(name__gt=after[0])
@@ -334,12 +296,10 @@ def list_processes(identity: Identity, arguments: dict) -> dict:
         if frontmatter.get("requires"):
             entry["requires"] = frontmatter["requires"]
         items.append(entry)
-    return {"items": items, "nextCursor": _cursor([page[limit - 1].name]) if len(page) > limit else None}
+    return {"items": items, "nextCursor": paging.make_cursor([page[limit - 1].name]) if len(page) > limit else None}
 
 
 def get_run(identity: Identity, arguments: dict) -> dict:
-    from work.models import WorkItem, WorkItemState
-
     pk = _run_pk(arguments["runId"])
     outermost = not connection.in_atomic_block
     with transaction.atomic():
@@ -366,13 +326,39 @@ def get_run(identity: Identity, arguments: dict) -> dict:
         return _view(txn)
 
 
+def _person_work(identity: Identity, *, limit: int, cursor: str | None, process: str | None) -> dict:
+    items = assigned_items(identity, ("run__version", "step"))
+    if process:
+        items = items.filter(run__process_name=process)
+    after = paging.cursor_after(cursor)
+    if after is not None:
+        since, pk = after
+        items = items.filter(Q(created_at__gt=since) | Q(created_at=since, pk__gt=pk))
+    page = items[: limit + 1]
+    snapshots: dict[int, str] = {}
+    entries = []
+    for item in page[:limit]:
+        run = item.run
+        snapshot = snapshots.setdefault(run.pk, snapshot_of(run.data))
+        entries.append(
+            {
+                "runId": run.public_id,
+                "process": run.process_name,
+                "version": run.version.number,
+                "mode": run.mode,
+                "workItem": presenting.work_item(run, definition_for(run.version), item, item.step, snapshot),
+            }
+        )
+    last = page[limit - 1] if len(page) > limit else None
+    return {"items": entries, "nextCursor": paging.encode_cursor(last.created_at, last.pk) if last else None}
+
+
+
 def get_work(identity: Identity, arguments: dict) -> dict:
     limit = int(arguments.get("limit", 20))  # JSON Schema integers admit 5.0
     if identity.is_human:
         timers.catch_up(organization=identity.organization)
-        from work.inbox import person_work
-
-        return person_work(identity, limit=limit, cursor=arguments.get("cursor"), process=arguments.get("process"))
+        return _person_work(identity, limit=limit, cursor=arguments.get("cursor"), process=arguments.get("process"))
     # Plain SQL on the steps alone (they carry their run's process, version and mode): every agent polls
     # this, and the ready-work index answers it in (organization, kind, state, ready_since, id).
     statement = (
@@ -383,7 +369,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     if arguments.get("process"):
         statement += " AND t.process_name = %s"
         params.append(arguments["process"])
-    after = cursor_after(arguments.get("cursor"))
+    after = paging.cursor_after(arguments.get("cursor"))
     if after:
         since, pk = after
         statement += " AND (t.ready_since > %s OR (t.ready_since = %s AND t.id > %s))"
@@ -401,7 +387,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         page.append(row)
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None
-    return {"items": items, "nextCursor": encode_cursor(last.ready_since, last.pk) if last else None}
+    return {"items": items, "nextCursor": paging.encode_cursor(last.ready_since, last.pk) if last else None}
 
 
 def list_runs(identity: Identity, arguments: dict) -> dict:
@@ -415,7 +401,7 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
     for index, (name, value) in enumerate(sorted((arguments.get("inputs") or {}).items())):
         alias = f"input_{index}"
         runs = runs.annotate(**{alias: KeyTransform(name, KeyTransform("inputs", "data"))}).filter(**{alias: value})
-    after = cursor_after(arguments.get("cursor"))
+    after = paging.cursor_after(arguments.get("cursor"))
     if after:
         since, pk = after
         runs = runs.filter(Q(started_at__lt=since) | Q(started_at=since, pk__lt=pk))
@@ -434,7 +420,7 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
         for run in page[:limit]
     ]
     last = page[limit - 1] if len(page) > limit else None
-    return {"items": items, "nextCursor": encode_cursor(last.started_at, last.pk) if last else None}
+    return {"items": items, "nextCursor": paging.encode_cursor(last.started_at, last.pk) if last else None}
 
 
 # --- writes -------------------------------------------------------------------------------------
@@ -462,8 +448,6 @@ def _storable_version(number: int) -> bool:
 
 
 def start_run(identity: Identity, arguments: dict) -> dict:
-    from .acceptance import check_fields
-
     def perform(write: _Write) -> _Outcome:
         found, *reserved = write.looked_up
         version = engine.published_version(found[0][0]) if found else None
@@ -478,7 +462,7 @@ def start_run(identity: Identity, arguments: dict) -> dict:
             )
         inputs = arguments["inputs"]
         issues = check_fields(definition.inputs, inputs, "inputs")
-        size = engine.data_size({"inputs": inputs, "steps": {}})
+        size = data_size({"inputs": inputs, "steps": {}})
         if size > settings.RUN_DATA_BYTES:
             issues.append(f"inputs: {size} bytes exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
         if issues:
@@ -630,7 +614,7 @@ def send_event(identity: Identity, arguments: dict) -> dict:
         if not STEP_ID_PATTERN.match(name):
             issues.append("name: must match ^[a-z][a-z0-9_-]{0,63}$")
         data = arguments.get("data")
-        if data is not None and engine.data_size(data) > settings.RUN_DATA_BYTES:
+        if data is not None and data_size(data) > settings.RUN_DATA_BYTES:
             issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
         if issues:
             raise Invalid("The event cannot be held.", issues)

@@ -10,8 +10,10 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from accounts.models import Agent, Group, User
 from processes.definition import Definition
 from runs.engine import iso
+from runs.models import Upload
 
 from .maps import step_title
 
@@ -39,8 +41,6 @@ def _walk_refs(view: dict) -> set[str]:
 
 def names_for(organization, refs) -> dict[str, str]:
     """Map every ref (u_3, a_4, g_5, server, operators) to what a person calls it; two queries at most."""
-    from accounts.models import Agent, Group, User
-
     def ids(prefix):
         return {int(r[2:]) for r in refs if r.startswith(prefix) and r[2:].isdigit()}
 
@@ -73,8 +73,6 @@ def file_refs(data: dict) -> set[str]:
 
 def file_names(organization, refs) -> dict[str, str]:
     """Map upload ids to the names they were uploaded with; one query."""
-    from runs.models import Upload
-
     if not refs:
         return {}
     rows = Upload.objects.filter(organization=organization, public_id__in=list(refs)).values_list(

@@ -23,23 +23,21 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
 from processes.definition import JOIN, definition_for
-from runs import timers
-from runs.engine import may_decide
+from runs import notices, timers
+from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
-from runs.models import Run, RunStep, StepState
+from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import display, inbox, notifications
+from . import display, inbox
 from .forms import controls_for, read_values, sort_issues
 from .maps import process_map, step_title
-from .models import WorkItem
 
 PAGE_SIZE = 50
 # Which of an item page's forms a decision comes from; each form keeps its own typed values and issues.
 FORM_OF = {"completed": "complete", "approved": "approve", "rejected": "reject", "returned": "return", "failed": "fail"}
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _UPLOAD_ID = re.compile(r"^f_[0-9a-f]{1,64}$")
-_PUBLIC_ID = re.compile(r"^[rw]_\d{1,18}$")
 
 
 def person_page(view):
@@ -73,9 +71,10 @@ def new_request_id() -> str:
 
 
 def _pk(public_id: str, prefix: str) -> int:
-    if not _PUBLIC_ID.match(public_id or "") or not public_id.startswith(prefix):
+    pk = public_pk(public_id, prefix)
+    if pk is None:
         raise Http404("No such page.")
-    return int(public_id[2:])
+    return pk
 
 
 # --- home and inbox -----------------------------------------------------------------------------
@@ -131,7 +130,7 @@ def inbox_page(request, identity: Identity):
     timers.catch_up(organization=identity.organization)
     process = request.GET.get("process") or None
     page = Paginator(inbox.inbox_items(identity, process=process), PAGE_SIZE).get_page(request.GET.get("page"))
-    notices, unread = inbox.notifications_for(identity)
+    newest, unread = inbox.notifications_for(identity)
     overdue_items, overdue_steps = inbox.overdue_work(identity)
     context = {
         "identity": identity,
@@ -142,7 +141,7 @@ def inbox_page(request, identity: Identity):
         "escalations": _rows(inbox.escalation_queue(identity)),
         "overdue_items": _rows(overdue_items),
         "overdue_steps": overdue_steps,
-        "notices": [(notice, notifications.notice_link(notice)) for notice in notices],
+        "notices": [(notice, notices.notice_link(notice)) for notice in newest],
         "unread": unread,
         "nav": "inbox",
     }
@@ -156,7 +155,7 @@ def mark_notices_read(request, identity: Identity):
     ids = None
     if request.POST.get("notice", "").isdigit():
         ids = [int(request.POST["notice"])]
-    notifications.mark_read(user=identity.user, ids=ids)
+    notices.mark_read(user=identity.user, ids=ids)
     return redirect("inbox")
 
 
@@ -166,7 +165,7 @@ def mark_notices_read(request, identity: Identity):
 def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
     # By key alone, the organization checked on the row: a plan that looked the key up within the
     # organization's items could read all of them.
-    item = WorkItem.objects.select_related("run__version", "step", "assigned_group").filter(pk=_pk(item_id, "w_")).first()
+    item = WorkItem.objects.select_related("run__version", "step", "assigned_group").filter(pk=_pk(item_id, "w")).first()
     if item is None or item.organization_id != identity.organization.pk:
         raise Http404("No such work item in this organization.")
     return item
@@ -381,13 +380,10 @@ def _tell_decided(request, identity: Identity, item: WorkItem, decision: str, vi
         '{} “{}” in {} <a href="{}">{}</a>.', DONE_WORDS[decision], step_title(item.step.step_id),
         run["process"], run_url, run["id"],
     ))
-    group_ids = set(identity.user.process_groups.values_list("pk", flat=True))
+    opened = {item.public_id: item for item in WorkItem.objects.filter(
+        pk__in=[public_pk(work["id"], "w") for work in view["workItems"]], organization=identity.organization)}
     for work in view["workItems"]:
-        assigned = work["assignedTo"]
-        mine = ((assigned.get("person") or "").lower() == (identity.email or "").lower()
-                or assigned.get("group") in {f"g_{pk}" for pk in group_ids}
-                or (assigned.get("group") == "operators" and identity.is_operator))
-        if mine:
+        if work["id"] in opened and may_decide(identity, opened[work["id"]]):
             messages.info(request, format_html(
                 'Next for you: <a href="{}">{}</a>.', reverse("item", args=[work["id"]]), step_title(work["stepId"])
             ))
@@ -417,7 +413,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         view = call_tool(identity, "get_run", {"runId": run_id})
     except ToolError as error:
         return refused(request, error)
-    run = Run.objects.select_related("version").get(pk=_pk(run_id, "r_"))  # get_run found it in the organization
+    run = Run.objects.select_related("version").get(pk=_pk(run_id, "r"))  # get_run found it in the organization
     if run.organization_id != identity.organization.pk:
         raise Http404("No such run in this organization.")
     definition = definition_for(run.version)
@@ -457,7 +453,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
 @person_page
 def run_page(request, identity: Identity, run_id: str):
     """Show a run: its map, timeline, open work and claims; operators may cancel it."""
-    _pk(run_id, "r_")
+    _pk(run_id, "r")
     return _run_response(request, identity, run_id)
 
 
@@ -465,7 +461,7 @@ def run_page(request, identity: Identity, run_id: str):
 @person_page
 def cancel_run(request, identity: Identity, run_id: str):
     """Cancel a run through the `cancel` tool (operators only, spec §3.5)."""
-    _pk(run_id, "r_")
+    _pk(run_id, "r")
     reason = request.POST.get("reason", "").strip()
     arguments = {"runId": run_id, "reason": reason, "requestId": request_id(request.POST.get("requestId"))}
     try:

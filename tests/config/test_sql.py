@@ -37,14 +37,14 @@ def test_a_null_key_builds_nothing(agent):
     assert sql.build(Agent, tuple(None if i == index else v for i, v in enumerate(row))) is None
 
 
-def test_a_model_with_init_listeners_is_built_through_its_init(agent, monkeypatch):
+def test_a_model_with_init_listeners_is_built_through_its_init(agent):
+    # Rows become instances through Model.from_db, so whatever listens to a model's init hears them.
     seen = []
 
     def listener(sender, instance, **kwargs):
         seen.append(instance)
 
     post_init.connect(listener, sender=Agent)
-    monkeypatch.setattr(sql, "_plain_attnames", sql._plain_attnames.__wrapped__)  # ask afresh, not cached
     try:
         [row] = _rows(Agent, agent.pk)
         built = sql.build(Agent, row)
@@ -53,7 +53,7 @@ def test_a_model_with_init_listeners_is_built_through_its_init(agent, monkeypatc
     assert seen == [built]
 
 
-# Batch statements prepared on the connection (PostgreSQL only: elsewhere statements go one by one).
+# Several statements in one round trip (PostgreSQL only: elsewhere statements go one by one).
 
 
 @pytest.fixture
@@ -61,19 +61,20 @@ def postgres(agent):
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.skip("batch statements are prepared only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+        pytest.skip("statements are pipelined only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
     connection.ensure_connection()
     return connection
 
 
-def _server_statements(connection) -> set[str]:
+def _prepared(connection) -> set[str]:
+    """The statements prepared on this connection, as PostgreSQL lists them."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name LIKE 'ap\\_%%'")
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
         return {row[0] for row in cursor.fetchall()}
 
 
 def _name_and_ids(pk):
-    # Two statements, so they go as one batch.
+    # Two statements, so they go as one pipeline.
     return sql.fetch_many(
         [
             (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), [pk, "100% not this"]),
@@ -82,24 +83,47 @@ def _name_and_ids(pk):
     )
 
 
-def test_a_batch_statement_sent_often_is_prepared_once_and_answers_alike(postgres, agent):
-    # The database parses and plans a prepared statement once per connection, not on every call.
+def _syncs(monkeypatch) -> list[int]:
+    """How many statements each pipeline sent before its one Sync, as they go."""
+    from psycopg import Pipeline
+
+    counts, original = [], Pipeline.sync
+
+    def sync(self):
+        counts.append(self)
+        return original(self)
+
+    monkeypatch.setattr(Pipeline, "sync", sync)
+    return counts
+
+
+def test_several_statements_go_in_one_round_trip_and_answer_as_one_by_one(postgres, agent, monkeypatch):
+    syncs = _syncs(monkeypatch)
+    together = _name_and_ids(agent.pk)
+    assert len(syncs) == 1
+    alone = [sql.fetch_many([statement])[0] for statement in [
+        (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), [agent.pk, "100% not this"]),
+        ("SELECT %s::int + 1", [41]),
+    ]]
+    assert together == alone and together[1] == [(42,)]
+    assert len(syncs) == 1  # one statement alone needs no pipeline
+
+
+def test_a_statement_sent_often_is_prepared_by_psycopg(postgres, agent):
+    # The database parses and plans a statement once per connection (prepare_threshold), not every call.
     first = _name_and_ids(agent.pk)
-    for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):
+    for _ in range(postgres.connection.prepare_threshold + 2):
         assert _name_and_ids(agent.pk) == first
-    prepared = _server_statements(postgres)
-    assert any("t.name <> $2" in text for text in prepared), prepared  # `%%` became `%`, `%s` became `$n`
+    prepared = _prepared(postgres)
+    assert any("t.name <> $2" in text for text in prepared), prepared
     assert sum("$1::int + 1" in text for text in prepared) == 1
 
 
-def test_a_batch_writes_every_value_as_psycopgs_mogrify_would(postgres, agent):
-    # The batch binds values itself, with one transformer for all its statements: quotes,
-    # backslashes, non-ASCII, JSON and bytes must reach the database unchanged (Django reads jsonb as text).
+def test_every_value_reaches_the_database_unchanged(postgres, agent):
+    # Quotes, backslashes, non-ASCII, JSON, bytes and placeholders in text, each bound on the server.
     import datetime as dt
     import decimal
 
-    from django.test.utils import CaptureQueriesContext
-    from psycopg import ClientCursor
     from psycopg.types.json import Jsonb
 
     values = [
@@ -115,167 +139,85 @@ def test_a_batch_writes_every_value_as_psycopgs_mogrify_would(postgres, agent):
           b"\x00\xff'", decimal.Decimal("12.50"), "ünïcödé ✓")],
         [("%s %% $1",)],
     ]
-    raw = ClientCursor(postgres.connection)
-    for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):  # as plain text, then prepared
-        with CaptureQueriesContext(postgres) as captured:
-            assert sql.fetch_many(statements) == expected
-        sent = captured[-1]["sql"]
-        first = sent.split(";\n")[0]
-        if first.startswith("EXECUTE"):
-            name = first[len("EXECUTE "):first.index("(")]
-            assert first == raw.mogrify(f"EXECUTE {name}({', '.join(['%s'] * len(values))})", values)
-        else:
-            assert first == raw.mogrify(text, values)
-    assert sent.startswith("EXECUTE")
+    for _ in range(postgres.connection.prepare_threshold + 2):  # as sent, then prepared
+        assert sql.fetch_many(statements) == expected
 
 
-def test_batches_go_on_working_after_psycopg_deallocates_everything(postgres, agent):
-    # A rollback while psycopg holds prepared statements of its own makes it send DEALLOCATE ALL,
-    # which removes the batch statements too: the next batch must not name one that is gone.
+def test_a_rollback_leaves_pipelines_working(postgres, agent):
+    # After a rollback psycopg empties the connection's prepared statements (DEALLOCATE ALL); the
+    # next pipelines prepare theirs again.
     from django.db import transaction
 
-    threshold = sql._Prepared.of(postgres.connection).threshold
-    for _ in range(threshold + 1):
+    for _ in range(postgres.connection.prepare_threshold + 1):
         _name_and_ids(agent.pk)
-        Agent.objects.filter(pk=agent.pk).exists()  # a single statement psycopg prepares itself
-    assert postgres.connection._prepared._names, "psycopg prepared nothing of its own"
-    assert _server_statements(postgres)
+    assert _prepared(postgres)
     with pytest.raises(ZeroDivisionError), transaction.atomic():
         _name_and_ids(agent.pk)
         raise ZeroDivisionError  # roll back
-    assert not _server_statements(postgres)
-    for _ in range(threshold + 1):
+    for _ in range(postgres.connection.prepare_threshold + 2):
         assert _name_and_ids(agent.pk)[1] == [(42,)]
-    assert _server_statements(postgres)
+    assert any("$1::int + 1" in text for text in _prepared(postgres))
 
 
-def test_a_statement_postgres_cannot_prepare_costs_the_transaction_nothing(postgres, agent):
-    # `%s IS NULL` gives PREPARE no type for its parameter; inside a transaction the failed PREPARE
-    # is undone by its savepoint and the statement goes as text.
-    from django.db import transaction
-
-    statements = [("SELECT 1 WHERE %s IS NULL", [None]), ("SELECT %s::int", [7])]
-    with transaction.atomic():
-        Agent.objects.filter(pk=agent.pk).update(name="inside")
-        for _ in range(sql._Prepared.of(postgres.connection).threshold + 2):
-            assert sql.fetch_many(statements) == [[(1,)], [(7,)]]
-        assert Agent.objects.get(pk=agent.pk).name == "inside"  # the transaction is alive
-    assert "SELECT 1 WHERE %s IS NULL" in sql._unpreparable
-
-
-def test_a_connection_whose_statements_vanish_recovers_on_the_next_batch(postgres, agent):
-    # One batch fails (and its transaction rolls back, as a request's would); the next one works.
-    from django.db import DatabaseError, transaction
-
-    for _ in range(sql._Prepared.of(postgres.connection).threshold + 1):
-        _name_and_ids(agent.pk)
-    with postgres.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # behind psycopg's back
-    postgres.connection._prepared.clear()  # psycopg's own are gone too
-    with pytest.raises(DatabaseError, match="does not exist"), transaction.atomic():
-        _name_and_ids(agent.pk)
-    assert _name_and_ids(agent.pk)[1] == [(42,)]
-
-
-def test_a_failed_prepare_at_the_start_of_a_transaction_costs_it_nothing(transactional_db):
-    # The first statement of an outermost atomic block: psycopg has not begun the transaction yet.
-    from django.db import connection, transaction
-
-    if connection.vendor != "postgresql":
-        pytest.skip("batch statements are prepared only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
-    org = Organization.objects.create(slug="sql-start", name="SQL start")
-    statements = [("SELECT 2 WHERE %s IS NULL", [None]), ("SELECT COUNT(*) FROM accounts_organization WHERE slug = %s", ["sql-start"])]
-    connection.ensure_connection()
-    for _ in range(sql._Prepared.of(connection.connection).threshold + 2):
-        with transaction.atomic():
-            assert sql.fetch_many(statements) == [[(2,)], [(1,)]]
-            Organization.objects.filter(pk=org.pk).update(name="renamed")
-    assert Organization.objects.get(pk=org.pk).name == "renamed"
-    assert "SELECT 2 WHERE %s IS NULL" in sql._unpreparable
-
-
-def test_with_preparing_turned_off_batches_go_as_plain_text(postgres, agent):
+def test_with_preparing_turned_off_nothing_is_prepared(postgres, agent):
     # DATABASE_PREPARE_THRESHOLD=0, as behind a transaction-mode pooler, which would hand a
     # statement prepared on one server connection to a client on another.
-    from django.test.utils import CaptureQueriesContext
+    from django.db import transaction
 
     raw = postgres.connection
     before = raw.prepare_threshold
+    with transaction.atomic():
+        pass
     raw.prepare_threshold = None
     try:
-        with CaptureQueriesContext(postgres) as captured:
-            for _ in range(8):
-                assert _name_and_ids(agent.pk)[1] == [(42,)]
+        with postgres.cursor() as cursor:
+            cursor.execute("DEALLOCATE ALL")
+        for _ in range(8):
+            assert _name_and_ids(agent.pk)[1] == [(42,)]
+        assert not _prepared(postgres)
     finally:
         raw.prepare_threshold = before
-    assert captured and not any("EXECUTE" in query["sql"] for query in captured), captured[-1]["sql"]
-    assert "EXECUTE" in _executed_after_warming(postgres, agent)
 
 
-def _executed_after_warming(postgres, agent) -> str:
-    from django.test.utils import CaptureQueriesContext
-
-    for _ in range(sql._Prepared.of(postgres.connection).threshold + 1):
-        _name_and_ids(agent.pk)
-    with CaptureQueriesContext(postgres) as captured:
-        _name_and_ids(agent.pk)
-    return captured[-1]["sql"]
-
-
-def _commands_sent(monkeypatch) -> list[bytes]:
-    """The commands psycopg sends on its own, outside any query (BEGIN, COMMIT, ROLLBACK), as they go."""
-    from psycopg._connection_base import BaseConnection
-
-    sent, original = [], BaseConnection._exec_command
-
-    def recording(self, command, *args, **kwargs):
-        sent.append(command if isinstance(command, bytes) else str(command).encode())
-        return original(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(BaseConnection, "_exec_command", recording)
-    return sent
-
-
-def test_a_batch_that_starts_a_transaction_carries_its_begin(transactional_db, monkeypatch):
-    # One round trip fewer per write: the lock and reads go with the BEGIN that psycopg would send alone.
+def test_a_pipeline_that_starts_a_transaction_carries_its_begin(transactional_db, monkeypatch):
+    # The lock and reads go with the BEGIN that atomic() asked for: one round trip, begun by psycopg.
     from django.db import connection, transaction
     from psycopg import pq
 
     if connection.vendor != "postgresql":
-        pytest.skip("batches exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+        pytest.skip("pipelines exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
     org = Organization.objects.create(slug="sql-begin", name="Before")
     connection.ensure_connection()
-    sent = _commands_sent(monkeypatch)
+    syncs = _syncs(monkeypatch)
     with transaction.atomic():
+        assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
         rows = sql.fetch_many([("SELECT name FROM accounts_organization WHERE id = %s FOR UPDATE", [org.pk]),
                                ("SELECT %s::int", [3])])
-        assert rows == [[("Before",)], [(3,)]]  # the results start at the first statement, not at BEGIN
+        assert rows == [[("Before",)], [(3,)]]
+        assert len(syncs) == 1
         assert connection.connection.info.transaction_status == pq.TransactionStatus.INTRANS
         Organization.objects.filter(pk=org.pk).update(name="After")
-    assert not any(command.startswith(b"BEGIN") for command in sent), sent
     assert Organization.objects.get(pk=org.pk).name == "After"
 
 
-def test_a_transaction_begun_by_a_batch_rolls_back_whole(transactional_db, monkeypatch):
-    from django.db import connection, transaction
+def test_a_failed_pipeline_rolls_its_transaction_back_whole(transactional_db):
+    from django.db import DatabaseError, connection, transaction
 
     if connection.vendor != "postgresql":
-        pytest.skip("batches exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+        pytest.skip("pipelines exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
     org = Organization.objects.create(slug="sql-undo", name="Kept")
-    connection.ensure_connection()
-    sent = _commands_sent(monkeypatch)
     with pytest.raises(ZeroDivisionError), transaction.atomic():
-        with sql.deferred():  # two UPDATEs: one batch, the transaction's first query
+        with sql.deferred():  # two UPDATEs: one pipeline, the transaction's first statements
             sql.update(Organization, org.pk, {"name": "Lost"})
             sql.update(Organization, org.pk, {"slug": "sql-lost"})
         assert Organization.objects.get(pk=org.pk).name == "Lost"
         raise ZeroDivisionError
     assert Organization.objects.get(pk=org.pk).name == "Kept"
-    assert b"ROLLBACK" in sent
-    # A batch whose statement fails leaves a transaction that the atomic block rolls back, as any other.
-    with pytest.raises(Exception, match="division by zero"), transaction.atomic():
-        sql._send([("UPDATE accounts_organization SET name = %s WHERE id = %s", ["Lost", org.pk]),
-                   ("SELECT 1 / %s::int", [0])])
+    # A pipeline whose statement fails raises a database error, and the atomic block rolls back.
+    with pytest.raises(DatabaseError, match="division by zero"), transaction.atomic(), sql.deferred():
+        sql.update(Organization, org.pk, {"name": "Lost"})
+        sql.update(Organization, org.pk, {"slug": "sql-lost"})
+        sql.fetch_many([("SELECT 1 / %s::int", [0]), ("SELECT 1", [])])
     assert Organization.objects.get(pk=org.pk).name == "Kept"
     assert sql.fetch_many([("SELECT %s::int", [5]), ("SELECT %s::int", [6])]) == [[(5,)], [(6,)]]
 
@@ -338,11 +280,11 @@ def test_a_batch_reads_timestamps_as_django_would(postgres):
     query = [("SELECT %s::timestamptz", ["2026-01-01T00:00:00+02:00"]), ("SELECT now()", [])]
     [[(moment,)], _now] = sql.fetch_many(query)
     assert moment == dt.datetime(2025, 12, 31, 22, 0, tzinfo=dt.UTC) and moment.tzinfo is dt.UTC
-    assert sql._utc(postgres, postgres.connection)
+    assert sql._utc(postgres)
     with transaction.atomic():
         with postgres.cursor() as cursor:
             cursor.execute("SET LOCAL TIME ZONE 'Asia/Kathmandu'")
-        assert not sql._utc(postgres, postgres.connection)
+        assert not sql._utc(postgres)
         [[(moment,)], _now] = sql.fetch_many(query)
         with postgres.cursor() as cursor:
             cursor.execute(*query[0])

@@ -462,12 +462,28 @@ def report(title: str, **figures) -> None:
 # --- services -------------------------------------------------------------------------------------
 
 
-def postgres_version() -> str | None:
+def postgres_cluster() -> tuple[str, str] | None:
+    """The (version, name) of the local cluster that serves DATABASE_URL's port, as pg_ctlcluster names it."""
+    port = str(urlsplit(postgres_base() or "").port or 5432)
     try:
         versions = sorted(os.listdir("/etc/postgresql"))
     except OSError:
         return None
-    return versions[0] if versions else None
+    for version in versions:
+        for name in sorted(os.listdir(f"/etc/postgresql/{version}")):
+            try:
+                config = Path(f"/etc/postgresql/{version}/{name}/postgresql.conf").read_text()
+            except OSError:
+                continue
+            found = re.search(r"^\s*port\s*=\s*(\d+)", config, re.MULTILINE)
+            if (found.group(1) if found else "5432") == port:
+                return version, name
+    return None
+
+
+def postgres_version() -> str | None:
+    cluster = postgres_cluster()
+    return cluster[0] if cluster else None
 
 
 def postgres_ready(timeout: float = 2) -> bool:
@@ -492,9 +508,9 @@ def wait_postgres(timeout: float = 60) -> bool:
 
 
 def pg_ctlcluster(action: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    version = postgres_version()
-    assert version, "no PostgreSQL cluster under /etc/postgresql"
-    return subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action],
+    cluster = postgres_cluster()
+    assert cluster, "no PostgreSQL cluster under /etc/postgresql serves DATABASE_URL's port"
+    return subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", *cluster, action],
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -125,7 +125,7 @@ def test_a_version_beyond_any_stored_one_is_not_found(rest, publish, version):
 def test_a_cursor_holding_a_huge_id_is_not_recognised(rest, started):
     import datetime as dt
 
-    from runs.tools import encode_cursor
+    from runs.paging import encode_cursor
 
     for _ in range(8):
         status, body = rest("list_runs", {"cursor": encode_cursor(dt.datetime.now(dt.UTC), 2**62 - 1)})

@@ -151,7 +151,7 @@ PERSON_TABLES = ("runs_run", "runs_runstep", "work_workitem")
 
 def add_items_for_others(version, organization, group, count: int) -> None:
     """Runs in bulk, each waiting on a person of another group with an open work item."""
-    from work.models import WorkItem
+    from runs.models import WorkItem
 
     now = timezone.now()
     runs, copies = bulk_runs(version, organization, count, state="waiting")
@@ -209,7 +209,7 @@ def test_a_persons_work_reads_their_own_items_not_everyone_elses(publish, agent,
 
 @POSTGRES_ONLY
 def test_a_persons_notices_are_read_by_their_own_index(publish, agent, person_caller, client):
-    from work.models import Notification
+    from runs.models import Notification
 
     publish(ONE_STEP)
     checker = person_caller("c@example.com", groups=["checkers"])
@@ -239,8 +239,8 @@ def test_a_persons_notices_are_read_by_their_own_index(publish, agent, person_ca
 @POSTGRES_ONLY
 def test_the_operators_overdue_work_reads_the_steps_overdue_now(publish, agent, person_caller, org, client):
     from accounts.models import Group
+    from runs.models import WorkItem
     from tests.runs.test_query_counts import LOOP
-    from work.models import WorkItem
 
     version = publish(LOOP)
     operator = person_caller("op@example.com", groups=["checkers"], operator=True)

@@ -6,9 +6,8 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import User
-from runs.models import Run
+from runs.models import Notification, Run
 from tests.work.conftest import open_item
-from work.models import Notification
 
 POST_FORM = re.compile(r"<form\b[^>]*\bmethod=\"post\"[^>]*>(.*?)</form>", re.S | re.I)
 

@@ -6,10 +6,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from runs.models import WorkItem
 from runs.tools import call_tool
 from tests.runs.conftest import age
 from tests.work.conftest import complete_request, open_item
-from work.models import WorkItem
 
 
 def item_links(html: str) -> list[str]:
@@ -144,7 +144,7 @@ def test_get_work_and_the_inbox_agree(purchase, browser_of):
 
 def test_an_item_is_assigned_one_way_only(purchase):
     # The inbox reads a person's, their groups' and the operators' items apart and adds them up
-    # (work.inbox._parts): an item in two of them would show twice.
+    # (runs.assignments.assigned_parts): an item in two of them would show twice.
     import pytest
     from django.db import IntegrityError, transaction
 

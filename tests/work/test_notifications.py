@@ -6,9 +6,9 @@ spec §2.2 `due`, §3.3 (test runs), issue 4 §5.
 import pytest
 
 from runs import timers
+from runs.models import Notification
 from tests.runs.conftest import age
 from tests.work.conftest import complete_request, decide, open_item
-from work.models import Notification
 
 ESCALATING = """---
 name: nightly

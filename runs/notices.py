@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import User
@@ -92,15 +93,16 @@ def send_pending_email(*, run_id: int | None = None, limit: int = 500) -> int:
 def notice_link(notice: Notification) -> str:
     """Return the page a notice points at: its work item while open, else its run."""
     if notice.work_item_id is not None and notice.work_item is not None and notice.work_item.state == WorkItemState.OPEN:
-        return f"/inbox/{notice.work_item.public_id}/"
-    return f"/runs/{notice.run.public_id}/"
+        return reverse("item", args=[notice.work_item.public_id])
+    return reverse("run", args=[notice.run.public_id])
 
 
 def email_text(notice: Notification) -> str:
     """Render the body of a notice's email, with a link to the work."""
     return render_to_string(
         "work/email/overdue.txt",
-        {"notice": notice, "link": f"{settings.PUBLIC_URL or ''}{notice_link(notice)}", "inbox": f"{settings.PUBLIC_URL or ''}/inbox/"},
+        {"notice": notice, "link": f"{settings.PUBLIC_URL or ''}{notice_link(notice)}",
+         "inbox": f"{settings.PUBLIC_URL or ''}{reverse('inbox')}"},
     )
 
 

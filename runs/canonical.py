@@ -1,0 +1,36 @@
+"""Run data as canonical JSON: the bytes a decision's snapshot hashes and the run-data limit measures.
+
+A published version's content hash is RFC 8785 (processes.hashing), as the spec requires; these bytes
+are the server's own and only ever compared with themselves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def _plain(value):
+    # A database may hand an integral float back as an integer (jsonb: 1e21); spell both alike.
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e300:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def canonical_json(value) -> bytes:
+    """Serialise JSON deterministically (sorted keys, no spaces); integers of any size are allowed."""
+    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def snapshot_of(data: dict) -> str:
+    """Hash run data as a decision's snapshot (spec §3.4)."""
+    return hashlib.sha256(canonical_json(data)).hexdigest()
+
+
+def data_size(data: dict) -> int:
+    """The size of run data as limits.runDataBytes counts it."""
+    return len(canonical_json(data))
