@@ -13,6 +13,7 @@ first statement of a pipeline, and nothing here ever ends a transaction.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import threading
@@ -356,3 +357,47 @@ def select_many(queries, *, raw=()) -> list[list]:
 def select(model, where: str, params, *, suffix: str = "") -> list:
     """Instances of `model` from `SELECT <its columns> FROM <its table> t WHERE <where> <suffix>`."""
     return select_many([(model, where, params, suffix)])[0]
+
+
+# --- what a write saves ---------------------------------------------------------------------------
+
+
+@functools.cache
+def written_fields(model) -> tuple[str, ...]:
+    """Every column of `model` a write may change: each concrete field but the key, as the model says."""
+    return tuple(field.attname for field in model._meta.concrete_fields if not field.primary_key)
+
+
+def remember(obj, *, by_identity: frozenset = frozenset()):
+    """Keep an instance's values as loaded, so `changes` can tell what a write altered; return it.
+
+    JSON values are copied, so a change made in place still shows. A field in `by_identity` is
+    compared by identity instead (a large document a write only ever replaces, never alters).
+    """
+    obj.loaded_values = {
+        name: value if name in by_identity or not isinstance(value, (dict, list)) else copy.deepcopy(value)
+        for name in written_fields(type(obj))
+        for value in (getattr(obj, name),)
+    }
+    obj.loaded_by_identity = by_identity
+    return obj
+
+
+def changes(obj) -> dict:
+    """The fields of a remembered instance that differ from what was loaded, now remembered as saved.
+
+    An instance never remembered has every field changed.
+    """
+    loaded = getattr(obj, "loaded_values", None)
+    names = written_fields(type(obj))
+    if loaded is None:
+        return {name: getattr(obj, name) for name in names}
+    by_identity = obj.loaded_by_identity
+    found = {}
+    for name in names:
+        value, before = getattr(obj, name), loaded[name]
+        if value is not before and (name in by_identity or value != before):
+            found[name] = value
+    for name, value in found.items():
+        loaded[name] = value if name in by_identity or not isinstance(value, (dict, list)) else copy.deepcopy(value)
+    return found

@@ -8,7 +8,6 @@ is applied before `flush` returns, so the run view a write returns is already co
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 from collections import deque
@@ -82,7 +81,6 @@ class Txn:
     new_leases: list[Lease] = field(default_factory=list)
     _items: list | None = None
     new_items: list = field(default_factory=list)
-    dirty_items: list = field(default_factory=list)
     notices: list[tuple[str, int]] = field(default_factory=list)
     discard_events: bool = False
     also: list = field(default_factory=list)
@@ -94,8 +92,12 @@ class Txn:
 
     def open_items(self) -> list:
         if self._items is None:
-            self._items = list(WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN))
+            self._items = [sql.remember(item) for item in WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)]
         return self._items
+
+    def loaded_items(self) -> list:
+        """The work items this write read (and so may have changed); none when it read none."""
+        return [item for item in (self._items or []) if item.pk is not None]
 
 
     def touch(self, row: RunStep) -> None:
@@ -180,12 +182,12 @@ def load_for_write(
     locked = found[0]
     # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
     # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
-    locked._saved = {name: getattr(locked, name) for name in RUN_COLUMNS}
+    sql.remember(locked, by_identity=RUN_REPLACED)
     locked.version = published_version(locked.version_id)
     txn = Txn(
         run=locked,
         definition=definition_for(locked.version),
-        steps={row.step_id: _remember(row) for row in rows},
+        steps={row.step_id: sql.remember(row) for row in rows},
         now=now or timezone.now(),
         also=extra,
         lease_keys=lease_keys,
@@ -208,7 +210,7 @@ def flush(txn: Txn) -> None:
         # A new run is inserted once, already in its first state; with its key reserved, in the batch.
         (sql.insert_later if run.pk is not None else sql.insert)(run)
     else:
-        sql.update(Run, run.pk, _run_changes(run))
+        sql.update(Run, run.pk, sql.changes(run))
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.
@@ -223,45 +225,29 @@ def flush(txn: Txn) -> None:
         for lease in txn.new_leases:
             if lease.step.lease is lease:
                 lease.step.lease_id = lease.pk
-    for step_id in txn.dirty:
-        row = txn.steps[step_id]
+    for row in txn.steps.values():
         if row in new_rows:
+            sql.remember(row)
             continue
-        # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write touches.
-        changes = {name: getattr(row, name) for name in STEP_COLUMNS if getattr(row, name) != row._saved.get(name)}
-        if changes:
-            sql.update(RunStep, row.pk, changes)
-            row._saved.update(changes)
+        # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write changes.
+        sql.update(RunStep, row.pk, sql.changes(row))
     if txn.new_items:
         WorkItem.objects.bulk_create(txn.new_items)
-    if txn.dirty_items:
-        WorkItem.objects.bulk_update(txn.dirty_items, ["state", "decision", "decided_by", "decided_at"])
+        for item in txn.new_items:
+            sql.remember(item)
+    for item in txn.loaded_items():
+        sql.update(WorkItem, item.pk, sql.changes(item))
     for event in txn.consumed:
         if event.pk is None:
             sql.insert_later(event)  # sent and consumed in this write
         else:
-            sql.update(Event, event.pk, {"consumed_by": event.consumed_by, "consumed_at": event.consumed_at})
+            sql.update(Event, event.pk, sql.changes(event))
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     if txn.notices:
         for step_id, _attempt in txn.notices:
             notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
         transaction.on_commit(_after_commit(run.pk))
-
-
-def _run_changes(run: Run) -> dict:
-    """The run's columns that differ from what was loaded: all of them on a run not loaded for this write."""
-    saved = getattr(run, "_saved", None)
-    if saved is None:
-        return {name: getattr(run, name) for name in RUN_COLUMNS}
-    changes = {}
-    for name in RUN_COLUMNS:
-        value, before = getattr(run, name), saved[name]
-        # `data` by identity: a replaced document is a changed one, and comparing a large one costs more.
-        if value is not before and (name == "data" or value != before):
-            changes[name] = value
-    run._saved = {**saved, **changes}
-    return changes
 
 
 def _after_commit(run_id: int):
@@ -271,40 +257,9 @@ def _after_commit(run_id: int):
     return send
 
 
-# What a write may change on its run row.
-RUN_COLUMNS = ("state", "outcome", "ended", "data", "seq", "wake_at", "updated_at", "holds_events")
-
-STEP_FIELDS = [
-    "state",
-    "attempt",
-    "ready_seq",
-    "done_seq",
-    "ready_since",
-    "due_at",
-    "overdue",
-    "overdue_noticed",
-    "wake_at",
-    "handoff",
-    "progress",
-    "escalation",
-    "lease",
-    "lease_expires_at",
-    "claimed_by",
-    "went_to",
-]
-
-
-STEP_COLUMNS = [name if name != "lease" else "lease_id" for name in STEP_FIELDS]
-
-
-def _remember(row: RunStep) -> RunStep:
-    """Keep the values as loaded (JSON ones copied), so a flush writes only what changed."""
-    row._saved = {
-        name: copy.deepcopy(value) if isinstance(value, (dict, list)) else value
-        for name in STEP_COLUMNS
-        for value in (getattr(row, name),)
-    }
-    return row
+# A run's data is a document a write only ever replaces (`_store`, `_show_check`), never alters in place:
+# compared by identity, it need not be copied at every load.
+RUN_REPLACED = frozenset({"data"})
 
 
 def derive_run_state(txn: Txn) -> str:
@@ -563,9 +518,7 @@ def _close_items(txn: Txn, row: RunStep, decision: str | None = None, by: str | 
             item.decision = decision
             item.decided_by = by
             item.decided_at = txn.now
-            if item.pk is not None:
-                txn.dirty_items.append(item)
-            elif item in txn.new_items:
+            if item.pk is None and item in txn.new_items:
                 txn.new_items.remove(item)
 
 
