@@ -4,11 +4,15 @@ The ORM compiles every queryset anew; on a path that runs on every request that 
 more than the database does. These helpers keep what Django would do (column names, the backend's
 value converters and parameter adaptation) with a fixed statement text, built once per process.
 
-Everything here stands on public APIs. On PostgreSQL several statements go in one round trip through
-psycopg's pipeline mode, each bound on the server; psycopg prepares a statement by itself once it
-has run `prepare_threshold` times on a connection (settings.DATABASES OPTIONS). Django's
-`transaction.atomic` owns every BEGIN and COMMIT: psycopg queues a transaction's BEGIN with the
-first statement of a pipeline, and nothing here ever ends a transaction.
+Everything here stands on public APIs. On PostgreSQL several statements go in one round trip as one
+simple query, each one's values bound on the client by psycopg's ClientCursor.mogrify; a statement
+sent alone is bound on the server, and psycopg prepares it once it has run `prepare_threshold` times
+on a connection (settings.DATABASES OPTIONS). Django's `transaction.atomic` owns every BEGIN and
+COMMIT: nothing here begins or ends a transaction.
+
+psycopg's pipeline mode would send several statements bound on the server, preparable, in one round
+trip too; measured here (bench/inproc.py) it costs about twice the client's CPU of one simple query
+for the two to four statements a write sends together, more than the server's planning it saves.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import functools
+import operator
 import threading
 from contextlib import contextmanager
 
@@ -37,7 +42,7 @@ _pending = _Pending()
 def deferred():
     """Hold the UPDATEs and result-less INSERTs made inside and send them together at the end.
 
-    On PostgreSQL they go in one pipeline: one round trip instead of one each. Use it only inside a
+    On PostgreSQL they go as one query: one round trip instead of one each. Use it only inside a
     transaction, around code that does not read back the rows it writes through here; an error in any
     of them is raised at the end, and the transaction rolls back as usual.
     """
@@ -54,29 +59,26 @@ def deferred():
 
 
 @contextmanager
-def _pipelined(statements):
-    """Django cursors that have each run one of `statements`, (text, params) each, all in one round trip.
+def _batched(statements):
+    """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
 
-    psycopg's pipeline mode sends every statement, with its parameters bound on the server, and one
-    Sync; each cursor then holds its statement's rows. Where the connection is outside a transaction
-    and not in autocommit, psycopg queues the transaction's BEGIN at the pipeline's head.
+    Several statements in one query take PostgreSQL's simple query protocol, so each one's parameters
+    are bound on the client, as psycopg's ClientCursor.mogrify writes them, and the joined text goes
+    with no parameters of its own. Its results come one after another (`nextset`).
     """
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
-    cursors = []
+    raw = psycopg.ClientCursor(db.connection)
+    if _utc(db):
+        raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+    cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
     try:
-        with db.wrap_database_errors, db.connection.pipeline() as pipeline:
-            for text, params in statements:
-                cursor = db.cursor()
-                cursors.append(cursor)
-                if _utc(db):
-                    cursor.cursor.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
-                cursor.execute(text, params)
-            pipeline.sync()
-        yield cursors
+        with db.wrap_database_errors:
+            text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
+        cursor.execute(text)
+        yield cursor
     finally:
-        for cursor in cursors:
-            cursor.close()
+        cursor.close()
 
 
 # psycopg's own timestamptz loader, in C where psycopg has its C module: what a batch's rows are read with.
@@ -99,7 +101,7 @@ def _send(statements: list) -> None:
     if not statements:
         return
     if postgres() and len(statements) > 1:
-        with _pipelined(statements):
+        with _batched(statements):
             pass  # nothing to read back
         return
     with connection.cursor() as cursor:
@@ -322,8 +324,11 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
 def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     if postgres() and len(statements) > 1:
-        with _pipelined(statements) as cursors:
-            return [cursor.fetchall() for cursor in cursors]
+        with _batched(statements) as cursor:
+            results = [cursor.fetchall()]
+            while cursor.nextset():
+                results.append(cursor.fetchall())
+        return results
     results = []
     with connection.cursor() as cursor:
         for text, params in statements:
@@ -368,17 +373,32 @@ def written_fields(model) -> tuple[str, ...]:
     return tuple(field.attname for field in model._meta.concrete_fields if not field.primary_key)
 
 
+@functools.cache
+def _values(model):
+    """A function reading the written fields of an instance of `model` as a tuple (operator.attrgetter, in C)."""
+    names = written_fields(model)
+    getter = operator.attrgetter(*names)
+    return getter if len(names) > 1 else (lambda obj: (getter(obj),))
+
+
+def _kept(values: tuple, names: tuple, by_identity: frozenset) -> tuple:
+    """`values` as they are to be kept: JSON ones copied (but those compared by identity)."""
+    if not any(isinstance(value, (dict, list)) for value in values):
+        return values
+    return tuple(
+        copy.deepcopy(value) if isinstance(value, (dict, list)) and name not in by_identity else value
+        for name, value in zip(names, values, strict=True)
+    )
+
+
 def remember(obj, *, by_identity: frozenset = frozenset()):
     """Keep an instance's values as loaded, so `changes` can tell what a write altered; return it.
 
     JSON values are copied, so a change made in place still shows. A field in `by_identity` is
     compared by identity instead (a large document a write only ever replaces, never alters).
     """
-    obj.loaded_values = {
-        name: value if name in by_identity or not isinstance(value, (dict, list)) else copy.deepcopy(value)
-        for name in written_fields(type(obj))
-        for value in (getattr(obj, name),)
-    }
+    model = type(obj)
+    obj.loaded_values = _kept(_values(model)(obj), written_fields(model), by_identity)
     obj.loaded_by_identity = by_identity
     return obj
 
@@ -388,16 +408,20 @@ def changes(obj) -> dict:
 
     An instance never remembered has every field changed.
     """
+    model = type(obj)
+    names = written_fields(model)
+    now = _values(model)(obj)
     loaded = getattr(obj, "loaded_values", None)
-    names = written_fields(type(obj))
     if loaded is None:
-        return {name: getattr(obj, name) for name in names}
+        return dict(zip(names, now, strict=True))
     by_identity = obj.loaded_by_identity
-    found = {}
-    for name in names:
-        value, before = getattr(obj, name), loaded[name]
-        if value is not before and (name in by_identity or value != before):
-            found[name] = value
-    for name, value in found.items():
-        loaded[name] = value if name in by_identity or not isinstance(value, (dict, list)) else copy.deepcopy(value)
+    if not by_identity and now == loaded:
+        return {}  # the common case, compared in C
+    found = {
+        name: value
+        for name, value, before in zip(names, now, loaded, strict=True)
+        if value is not before and (name in by_identity or value != before)
+    }
+    if found:
+        obj.loaded_values = _kept(now, names, by_identity)
     return found

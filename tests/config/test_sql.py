@@ -61,7 +61,7 @@ def postgres(agent):
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        pytest.skip("statements are pipelined only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+        pytest.skip("statements are batched only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
     connection.ensure_connection()
     return connection
 
@@ -73,54 +73,38 @@ def _prepared(connection) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
+BATCH = [
+    (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), None),
+    ("SELECT %s::int + 1", [41]),
+]
+
+
 def _name_and_ids(pk):
-    # Two statements, so they go as one pipeline.
-    return sql.fetch_many(
-        [
-            (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), [pk, "100% not this"]),
-            ("SELECT %s::int + 1", [41]),
-        ]
-    )
+    # Two statements, so they go as one batch.
+    return sql.fetch_many([(BATCH[0][0], [pk, "100% not this"]), BATCH[1]])
 
 
-def _syncs(monkeypatch) -> list[int]:
-    """How many statements each pipeline sent before its one Sync, as they go."""
-    from psycopg import Pipeline
+def test_several_statements_go_in_one_round_trip_and_answer_as_one_by_one(postgres, agent):
+    from django.test.utils import CaptureQueriesContext
 
-    counts, original = [], Pipeline.sync
-
-    def sync(self):
-        counts.append(self)
-        return original(self)
-
-    monkeypatch.setattr(Pipeline, "sync", sync)
-    return counts
-
-
-def test_several_statements_go_in_one_round_trip_and_answer_as_one_by_one(postgres, agent, monkeypatch):
-    syncs = _syncs(monkeypatch)
-    together = _name_and_ids(agent.pk)
-    assert len(syncs) == 1
-    alone = [sql.fetch_many([statement])[0] for statement in [
-        (sql.select_text(Agent, "t.id = %s AND t.name <> %s"), [agent.pk, "100% not this"]),
-        ("SELECT %s::int + 1", [41]),
-    ]]
+    with CaptureQueriesContext(postgres) as captured:
+        together = _name_and_ids(agent.pk)
+    assert len(captured) == 1  # one query holds both statements
+    alone = [sql.fetch_many([(BATCH[0][0], [agent.pk, "100% not this"])])[0], sql.fetch_many([BATCH[1]])[0]]
     assert together == alone and together[1] == [(42,)]
-    assert len(syncs) == 1  # one statement alone needs no pipeline
 
 
-def test_a_statement_sent_often_is_prepared_by_psycopg(postgres, agent):
-    # The database parses and plans a statement once per connection (prepare_threshold), not every call.
-    first = _name_and_ids(agent.pk)
+def test_a_single_statement_sent_often_is_prepared_by_psycopg(postgres, agent):
+    # A statement alone is bound on the server, and psycopg prepares it once it has run
+    # prepare_threshold times on the connection: the database parses and plans it once.
     for _ in range(postgres.connection.prepare_threshold + 2):
-        assert _name_and_ids(agent.pk) == first
-    prepared = _prepared(postgres)
-    assert any("t.name <> $2" in text for text in prepared), prepared
-    assert sum("$1::int + 1" in text for text in prepared) == 1
+        assert sql.select(Agent, "t.id = %s AND t.name <> %s", [agent.pk, "not this"])[0].pk == agent.pk
+    assert any("t.name <> $2" in text for text in _prepared(postgres)), _prepared(postgres)
 
 
 def test_every_value_reaches_the_database_unchanged(postgres, agent):
-    # Quotes, backslashes, non-ASCII, JSON, bytes and placeholders in text, each bound on the server.
+    # A batch binds its values on the client, as psycopg's ClientCursor.mogrify writes them: quotes,
+    # backslashes, non-ASCII, JSON, bytes and placeholders in text must arrive unchanged.
     import datetime as dt
     import decimal
 
@@ -139,81 +123,57 @@ def test_every_value_reaches_the_database_unchanged(postgres, agent):
           b"\x00\xff'", decimal.Decimal("12.50"), "ünïcödé ✓")],
         [("%s %% $1",)],
     ]
-    for _ in range(postgres.connection.prepare_threshold + 2):  # as sent, then prepared
-        assert sql.fetch_many(statements) == expected
+    assert sql.fetch_many(statements) == expected
+    assert [sql.fetch_many([statement])[0] for statement in statements] == expected  # bound on the server alike
 
 
-def test_a_rollback_leaves_pipelines_working(postgres, agent):
-    # After a rollback psycopg empties the connection's prepared statements (DEALLOCATE ALL); the
-    # next pipelines prepare theirs again.
+def test_batches_go_on_working_after_a_rollback(postgres, agent):
+    # After a rollback psycopg empties the connection's prepared statements (DEALLOCATE ALL); batches
+    # name none of them, and single statements are prepared again.
     from django.db import transaction
 
     for _ in range(postgres.connection.prepare_threshold + 1):
         _name_and_ids(agent.pk)
-    assert _prepared(postgres)
+        Agent.objects.filter(pk=agent.pk).exists()
     with pytest.raises(ZeroDivisionError), transaction.atomic():
         _name_and_ids(agent.pk)
         raise ZeroDivisionError  # roll back
     for _ in range(postgres.connection.prepare_threshold + 2):
         assert _name_and_ids(agent.pk)[1] == [(42,)]
-    assert any("$1::int + 1" in text for text in _prepared(postgres))
+        assert Agent.objects.filter(pk=agent.pk).exists()
 
 
 def test_with_preparing_turned_off_nothing_is_prepared(postgres, agent):
     # DATABASE_PREPARE_THRESHOLD=0, as behind a transaction-mode pooler, which would hand a
     # statement prepared on one server connection to a client on another.
-    from django.db import transaction
-
     raw = postgres.connection
     before = raw.prepare_threshold
-    with transaction.atomic():
-        pass
     raw.prepare_threshold = None
     try:
         with postgres.cursor() as cursor:
             cursor.execute("DEALLOCATE ALL")
         for _ in range(8):
             assert _name_and_ids(agent.pk)[1] == [(42,)]
+            assert sql.select(Agent, "t.id = %s", [agent.pk])
         assert not _prepared(postgres)
     finally:
         raw.prepare_threshold = before
 
 
-def test_a_pipeline_that_starts_a_transaction_carries_its_begin(transactional_db, monkeypatch):
-    # The lock and reads go with the BEGIN that atomic() asked for: one round trip, begun by psycopg.
-    from django.db import connection, transaction
-    from psycopg import pq
-
-    if connection.vendor != "postgresql":
-        pytest.skip("pipelines exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
-    org = Organization.objects.create(slug="sql-begin", name="Before")
-    connection.ensure_connection()
-    syncs = _syncs(monkeypatch)
-    with transaction.atomic():
-        assert connection.connection.info.transaction_status == pq.TransactionStatus.IDLE
-        rows = sql.fetch_many([("SELECT name FROM accounts_organization WHERE id = %s FOR UPDATE", [org.pk]),
-                               ("SELECT %s::int", [3])])
-        assert rows == [[("Before",)], [(3,)]]
-        assert len(syncs) == 1
-        assert connection.connection.info.transaction_status == pq.TransactionStatus.INTRANS
-        Organization.objects.filter(pk=org.pk).update(name="After")
-    assert Organization.objects.get(pk=org.pk).name == "After"
-
-
-def test_a_failed_pipeline_rolls_its_transaction_back_whole(transactional_db):
+def test_a_failed_batch_rolls_its_transaction_back_whole(transactional_db):
     from django.db import DatabaseError, connection, transaction
 
     if connection.vendor != "postgresql":
-        pytest.skip("pipelines exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
+        pytest.skip("batches exist only on PostgreSQL (DATABASE_URL is not PostgreSQL)")
     org = Organization.objects.create(slug="sql-undo", name="Kept")
     with pytest.raises(ZeroDivisionError), transaction.atomic():
-        with sql.deferred():  # two UPDATEs: one pipeline, the transaction's first statements
+        with sql.deferred():  # two UPDATEs: one batch, the transaction's first statements
             sql.update(Organization, org.pk, {"name": "Lost"})
             sql.update(Organization, org.pk, {"slug": "sql-lost"})
         assert Organization.objects.get(pk=org.pk).name == "Lost"
         raise ZeroDivisionError
     assert Organization.objects.get(pk=org.pk).name == "Kept"
-    # A pipeline whose statement fails raises a database error, and the atomic block rolls back.
+    # A batch whose statement fails raises a database error, and the atomic block rolls back.
     with pytest.raises(DatabaseError, match="division by zero"), transaction.atomic(), sql.deferred():
         sql.update(Organization, org.pk, {"name": "Lost"})
         sql.update(Organization, org.pk, {"slug": "sql-lost"})

@@ -1,12 +1,8 @@
 """A tool call's SQL query count does not grow with the number of runs or a step's history."""
 
-from contextlib import contextmanager
-from unittest.mock import patch
-
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config import sql
 from tests.runs.conftest import rid
 from tests.runs.test_agent_loop import ONE_STEP
 
@@ -29,19 +25,10 @@ steps:
 
 
 def queries(call) -> int:
-    """The round trips a call makes to the database: each statement alone, each pipeline of them as one."""
-    pipelines = []
-    pipelined = sql._pipelined
-
-    @contextmanager
-    def counted(statements):
-        pipelines.append(len(statements))
-        with pipelined(statements) as cursors:
-            yield cursors
-
-    with patch.object(sql, "_pipelined", counted), CaptureQueriesContext(connection) as captured:
+    """The queries a call sends: a batch of several statements is one (config.sql)."""
+    with CaptureQueriesContext(connection) as captured:
         call()
-    return len(captured) - sum(pipelines) + len(pipelines)
+    return len(captured)
 
 
 def agent_cycle(agent, run_id):
