@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.identity import AGENT, Identity
 from accounts.models import Agent, Membership, Organization, User
-from config import sql
+from base import sql
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
 API_SCOPE = "agentprocess"

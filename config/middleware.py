@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 
-from .storable import text_problem
+from base.storable import text_problem
 
 
 def _first_problem(pairs) -> str | None:
@@ -15,7 +15,7 @@ def _first_problem(pairs) -> str | None:
 
 
 class RefuseUnstorableText:
-    """A path no page has is 404; a query or cookie no form could have sent is 400 (config.storable).
+    """A path no page has is 404; a query or cookie no form could have sent is 400 (base.storable).
 
     It runs before the session is read, so no look-up ever carries such text to the database.
     """

@@ -253,8 +253,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["runs.parsers.StrictJSONParser"],
-    "EXCEPTION_HANDLER": "runs.api.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.StrictJSONParser"],
+    "EXCEPTION_HANDLER": "api.rest.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -264,7 +264,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "core-2",
     "SERVE_INCLUDE_SCHEMA": False,
     "OAS_VERSION": "3.1.0",
-    "POSTPROCESSING_HOOKS": ["runs.openapi.add_tool_paths"],
+    "POSTPROCESSING_HOOKS": ["api.openapi.add_tool_paths"],
     # Swagger UI's scripts and styles come from this server (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

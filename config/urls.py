@@ -5,8 +5,9 @@ from django.urls import include, path
 
 from .health import healthz
 
-# The tool API first: Django tries the patterns in order, and it takes most of the requests.
+# The agents' doors first: Django tries the patterns in order, and they take most of the requests.
 urlpatterns = [
+    path("", include("api.urls")),
     path("", include("runs.urls")),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
@@ -14,7 +15,6 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("work.urls")),
     path("", include("processes.urls")),
-    path("", include("config.mcp_urls")),
 ]
 
 if os.environ.get("BENCH_FLOOR"):

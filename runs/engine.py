@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.models import User
-from config import sql
+from base import sql
 from processes.definition import JOIN, Definition, StepDef, definition_for, duration_seconds
 from processes.models import ProcessVersion, RoleBinding
 
-from . import checks, leases, notices
+from . import evaluation, leases, notices
 from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
 from .assignments import may_decide
 from .canonical import data_size, snapshot_of
@@ -69,7 +69,7 @@ def iso(moment: dt.datetime | None) -> str | None:
 
 
 @dataclass
-class Txn:
+class LoadedRun:
     """One run loaded under its lock, with everything a write may change."""
 
     run: Run
@@ -115,7 +115,7 @@ def may_have_items(steps) -> bool:
     )
 
 
-def set_state(txn: Txn, row: RunStep, state: str | None) -> None:
+def set_state(txn: LoadedRun, row: RunStep, state: str | None) -> None:
     """Change a step's state through the transition table; anything else is a bug."""
     if state not in STEP_TRANSITIONS[row.state]:
         raise IllegalTransition(f"{row.step_id}: {row.state} → {state}")
@@ -154,7 +154,7 @@ def load_for_write(
     now: dt.datetime | None = None,
     also=(),
     leases: int = 0,
-) -> Txn:
+) -> LoadedRun:
     """Lock the run row, load its steps and apply what time has made due; needs an open transaction.
 
     The run is named by its key, or by the public id of a lease on it (`run_id` None). `also` holds
@@ -184,7 +184,7 @@ def load_for_write(
     # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
     sql.remember(locked, by_identity=RUN_REPLACED)
     locked.version = published_version(locked.version_id)
-    txn = Txn(
+    txn = LoadedRun(
         run=locked,
         definition=definition_for(locked.version),
         steps={row.step_id: sql.remember(row) for row in rows},
@@ -199,7 +199,7 @@ def load_for_write(
     return txn
 
 
-def flush(txn: Txn) -> None:
+def flush(txn: LoadedRun) -> None:
     """Save everything the write changed and schedule its side effects for after the commit."""
     run = txn.run
     if not run.is_over:
@@ -262,14 +262,14 @@ def _after_commit(run_id: int):
 RUN_REPLACED = frozenset({"data"})
 
 
-def derive_run_state(txn: Txn) -> str:
+def derive_run_state(txn: LoadedRun) -> str:
     """`active` while any step is ready or claimed, else `waiting` (spec §3.5)."""
     if any(row.state in (StepState.READY, StepState.CLAIMED) for row in txn.steps.values()):
         return RunState.ACTIVE
     return RunState.WAITING
 
 
-def next_wake(txn: Txn) -> dt.datetime | None:
+def next_wake(txn: LoadedRun) -> dt.datetime | None:
     moments = []
     for row in txn.steps.values():
         if row.state == StepState.CLAIMED and row.lease_expires_at:
@@ -284,7 +284,7 @@ def next_wake(txn: Txn) -> dt.datetime | None:
 # --- time ---------------------------------------------------------------------------------------
 
 
-def apply_time(txn: Txn) -> None:
+def apply_time(txn: LoadedRun) -> None:
     """Apply every ended lease, passed wait, timeout and deadline up to `txn.now`."""
     now = txn.now
     for row in list(txn.steps.values()):
@@ -303,7 +303,7 @@ def apply_time(txn: Txn) -> None:
     drain(txn)
 
 
-def _expire_lease(txn: Txn, row: RunStep) -> None:
+def _expire_lease(txn: LoadedRun, row: RunStep) -> None:
     set_state(txn, row, StepState.READY)
     if row.progress:
         row.handoff = {**(row.handoff or {}), "progress": row.progress}
@@ -317,7 +317,7 @@ def _clear_claim(row: RunStep) -> None:
     row.claimed_by = None
 
 
-def _wake(txn: Txn, row: RunStep) -> None:
+def _wake(txn: LoadedRun, row: RunStep) -> None:
     step = txn.definition[row.step_id]
     row.wake_at = None
     if step.kind == "wait_for":
@@ -329,17 +329,17 @@ def _wake(txn: Txn, row: RunStep) -> None:
 # --- reaching steps -------------------------------------------------------------------------------
 
 
-def reach(txn: Txn, step_id: str) -> None:
+def reach(txn: LoadedRun, step_id: str) -> None:
     """Make a step ready (or waiting); the work is done in `drain`, so chains never recurse."""
     txn.queue.append(step_id)
 
 
-def drain(txn: Txn) -> None:
+def drain(txn: LoadedRun) -> None:
     while txn.queue and not txn.run.is_over:
         _arrive(txn, txn.queue.popleft())
 
 
-def _arrive(txn: Txn, step_id: str) -> None:
+def _arrive(txn: LoadedRun, step_id: str) -> None:
     step = txn.definition[step_id]
     row = txn.steps[step_id]
     now = txn.now
@@ -413,7 +413,7 @@ def read_path(data: dict, path: str):
     return None
 
 
-def _bindings(txn: Txn) -> dict[str, int]:
+def _bindings(txn: LoadedRun) -> dict[str, int]:
     cache = getattr(txn.run.version, "_bindings", None)
     if cache is None:
         cache = dict(RoleBinding.objects.filter(version=txn.run.version).values_list("role", "group_id"))
@@ -421,7 +421,7 @@ def _bindings(txn: Txn) -> dict[str, int]:
     return cache
 
 
-def _open_person_item(txn: Txn, step: StepDef, row: RunStep) -> None:
+def _open_person_item(txn: LoadedRun, step: StepDef, row: RunStep) -> None:
     item = WorkItem(organization_id=txn.run.organization_id, run=txn.run, step=row, kind=step.kind, created_at=txn.now)
     item._row = row
     person = step.person
@@ -451,7 +451,7 @@ def _open_person_item(txn: Txn, step: StepDef, row: RunStep) -> None:
     txn.open_items().append(item)
 
 
-def open_escalation_item(txn: Txn, row: RunStep, escalation: dict) -> None:
+def open_escalation_item(txn: LoadedRun, row: RunStep, escalation: dict) -> None:
     item = WorkItem(
         organization_id=txn.run.organization_id,
         run=txn.run,
@@ -466,7 +466,7 @@ def open_escalation_item(txn: Txn, row: RunStep, escalation: dict) -> None:
     txn.open_items().append(item)
 
 
-def consume_event(txn: Txn, row: RunStep, event: Event) -> None:
+def consume_event(txn: LoadedRun, row: RunStep, event: Event) -> None:
     event.consumed_by = row.step_id
     event.consumed_at = txn.now
     txn.consumed.append(event)
@@ -489,11 +489,11 @@ def with_record(data: dict, step_id: str, record: dict | None) -> dict:
     return {**data, "steps": steps}
 
 
-def _store(txn: Txn, step_id: str, record: dict | None) -> None:
+def _store(txn: LoadedRun, step_id: str, record: dict | None) -> None:
     txn.run.data = with_record(txn.run.data, step_id, record)
 
 
-def complete(txn: Txn, row: RunStep, record: dict | None, target: str | None) -> None:
+def complete(txn: LoadedRun, row: RunStep, record: dict | None, target: str | None) -> None:
     """Complete a step with `record` (None records nothing) and move on to `target`."""
     step = txn.definition[row.step_id]
     if record is not None:
@@ -511,7 +511,7 @@ def complete(txn: Txn, row: RunStep, record: dict | None, target: str | None) ->
         reach(txn, target)
 
 
-def _close_items(txn: Txn, row: RunStep, decision: str | None = None, by: str | None = None) -> None:
+def _close_items(txn: LoadedRun, row: RunStep, decision: str | None = None, by: str | None = None) -> None:
     for item in txn.open_items():
         if item_step(txn, item) is row and item.state == WorkItemState.OPEN:
             item.state = WorkItemState.DECIDED if decision else WorkItemState.REMOVED
@@ -522,7 +522,7 @@ def _close_items(txn: Txn, row: RunStep, decision: str | None = None, by: str | 
                 txn.new_items.remove(item)
 
 
-def item_step(txn: Txn, item) -> RunStep:
+def item_step(txn: LoadedRun, item) -> RunStep:
     """Return the loaded step row a work item belongs to, without a query."""
     row = getattr(item, "_row", None)
     if row is None:
@@ -531,7 +531,7 @@ def item_step(txn: Txn, item) -> RunStep:
     return row
 
 
-def _maybe_join(txn: Txn, parallel_id: str) -> None:
+def _maybe_join(txn: LoadedRun, parallel_id: str) -> None:
     """Complete the parallel step when every branch has reached `join` (parallel-1 §3)."""
     parallel = txn.steps[parallel_id]
     step = txn.definition[parallel_id]
@@ -547,7 +547,7 @@ def _maybe_join(txn: Txn, parallel_id: str) -> None:
         complete(txn, parallel, None, step.next)
 
 
-def reject(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+def reject(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Record a rejection and return to `on_reject`, or end the run `rejected` (spec §3.1, §3.2)."""
     step = txn.definition[row.step_id]
     _store(txn, row.step_id, {"decision": "rejected", "note": note, "by": by, "at": iso(txn.now)})
@@ -562,7 +562,7 @@ def reject(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
     reach(txn, step.on_reject)
 
 
-def rewind(txn: Txn, *, target: str, rejecting: str) -> None:
+def rewind(txn: LoadedRun, *, target: str, rejecting: str) -> None:
     """Move every completion made since `target` was reached into history (spec §3.1, parallel-1 §3)."""
     target_row = txn.steps[target]
     target_def = txn.definition[target]
@@ -581,7 +581,7 @@ def rewind(txn: Txn, *, target: str, rejecting: str) -> None:
             row.went_to = None
 
 
-def fail_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+def fail_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Record a `failed` decision on the step and end the run `failed` (spec §3.4, §3.5)."""
     _store(txn, row.step_id, {"decision": "failed", "note": note, "by": by, "at": iso(txn.now)})
     set_state(txn, row, StepState.FAILED)
@@ -589,11 +589,11 @@ def fail_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
     end_run(txn, state=RunState.ENDED, outcome="failed", by=by, note=note)
 
 
-def fail_by_server(txn: Txn, row: RunStep, note: str) -> None:
+def fail_by_server(txn: LoadedRun, row: RunStep, note: str) -> None:
     fail_step(txn, row, note=note, by=SERVER)
 
 
-def end_run(txn: Txn, *, state: str, outcome: str | None, by: str, note: str | None) -> None:
+def end_run(txn: LoadedRun, *, state: str, outcome: str | None, by: str, note: str | None) -> None:
     """End or cancel the run: every unfinished step cancelled, open items removed, tokens dead."""
     run = txn.run
     run.state = state
@@ -615,7 +615,7 @@ def end_run(txn: Txn, *, state: str, outcome: str | None, by: str, note: str | N
 
 def new_run(
     *, identity: Identity, version, inputs: dict, mode: str, now: dt.datetime | None = None
-) -> Txn:
+) -> LoadedRun:
     """Create a run of `version` and make its first step ready."""
     now = now or timezone.now()
     definition = definition_for(version)
@@ -637,14 +637,14 @@ def new_run(
         )
         for step in definition.steps
     }
-    txn = Txn(run=run, definition=definition, steps=steps, now=now)
+    txn = LoadedRun(run=run, definition=definition, steps=steps, now=now)
     txn._items = []
     reach(txn, definition.first.id)
     drain(txn)
     return txn
 
 
-def claim(txn: Txn, *, identity: Identity, step_id: str) -> Lease:
+def claim(txn: LoadedRun, *, identity: Identity, step_id: str) -> Lease:
     """Give the caller the ready agent step for one lease (spec §3.3, §6 rule 2)."""
     row = txn.steps.get(step_id)
     if row is None:
@@ -663,7 +663,7 @@ def claim(txn: Txn, *, identity: Identity, step_id: str) -> Lease:
     return lease
 
 
-def _issue_lease(txn: Txn, row: RunStep, identity: Identity) -> Lease:
+def _issue_lease(txn: LoadedRun, row: RunStep, identity: Identity) -> Lease:
     expires = txn.now + dt.timedelta(seconds=settings.LEASE_SECONDS)
     lease = Lease(
         public_id=leases.new_lease_id(), run=txn.run, step=row, holder=identity.ref, issued_at=txn.now, expires_at=expires
@@ -676,7 +676,7 @@ def _issue_lease(txn: Txn, row: RunStep, identity: Identity) -> Lease:
     return lease
 
 
-def held_step(txn: Txn, lease: Lease, identity: Identity) -> RunStep:
+def held_step(txn: LoadedRun, lease: Lease, identity: Identity) -> RunStep:
     """Return the step a lease holds, or raise `stale` when the lease ended or was replaced."""
     row = next(r for r in txn.steps.values() if r.pk == lease.step_id)
     if row.state != StepState.CLAIMED or row.lease_id != lease.pk:
@@ -686,7 +686,7 @@ def held_step(txn: Txn, lease: Lease, identity: Identity) -> RunStep:
     return row
 
 
-def renew(txn: Txn, row: RunStep, *, identity: Identity, progress: str | None) -> Lease:
+def renew(txn: LoadedRun, row: RunStep, *, identity: Identity, progress: str | None) -> Lease:
     if progress is not None:
         row.progress = progress
     return _issue_lease(txn, row, identity)
@@ -724,7 +724,7 @@ def recorded_evidence(evidence: list[dict], hashes: dict[str, str]) -> list[dict
 
 
 def accept(
-    txn: Txn,
+    txn: LoadedRun,
     row: RunStep,
     *,
     identity: Identity,
@@ -765,11 +765,11 @@ def accept(
     return record
 
 
-def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict: dict | None = None) -> None:
+def submit(txn: LoadedRun, row: RunStep, *, identity: Identity, record: dict, verdict: dict | None = None) -> None:
     """Complete a step with an accepted record; a check's verdict is recorded with it, or holds it when unsure."""
     step = txn.definition[row.step_id]
     if verdict is not None:
-        if verdict["verdict"] == checks.UNSURE and not verdict["advisory"]:
+        if verdict["verdict"] == evaluation.UNSURE and not verdict["advisory"]:
             hold_candidate(txn, row, identity=identity, record=record, verdict=verdict)
             return
         record = {**record, "check": verdict}
@@ -777,10 +777,10 @@ def submit(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict:
     drain(txn)
 
 
-def refuse_submission(txn: Txn, row: RunStep, refused: NotAccepted) -> None:
+def refuse_submission(txn: LoadedRun, row: RunStep, refused: NotAccepted) -> None:
     """Keep a refused submission's issues, and a failed check's verdict, for the next attempt's handoff (spec §3.3)."""
     row.handoff = {**(row.handoff or {}), "issues": refused.issues}
-    if isinstance(refused, checks.CheckFailed):
+    if isinstance(refused, evaluation.CheckFailed):
         row.handoff["check"] = refused.verdict
     txn.touch(row)
 
@@ -789,7 +789,7 @@ def refuse_submission(txn: Txn, row: RunStep, refused: NotAccepted) -> None:
 
 
 def check_verdict(
-    txn: Txn, row: RunStep, *, record: dict, holder: str, answered: checks.Answered | None
+    txn: LoadedRun, row: RunStep, *, record: dict, holder: str, answered: evaluation.Answered | None
 ) -> dict | None:
     """Return the verdict of the step's check on an accepted record (None without a check), or raise."""
     # Without an answer yet, NeedsCheck sends the caller out of the transaction to ask the evaluator
@@ -799,11 +799,11 @@ def check_verdict(
     if step.check is None:
         return None
     completed = sorted(txn.steps.values(), key=lambda r: r.done_seq)
-    request = checks.CheckRequest(
+    request = evaluation.CheckRequest(
         step_id=row.step_id,
-        questions=checks.questions_of(step.check),
+        questions=evaluation.questions_of(step.check),
         advisory=step.advisory,
-        material=checks.material_of(
+        material=evaluation.material_of(
             instructions=step.instructions,
             body=txn.definition.body,
             data=txn.run.data,
@@ -814,12 +814,12 @@ def check_verdict(
         holder=holder,
     )
     if answered is None:
-        raise checks.NeedsCheck(request)
+        raise evaluation.NeedsCheck(request)
     if answered.request != request:
         raise Retry("The run changed while the check was being answered; send the same call again.")
     verdict = answered.verdict
-    if verdict["verdict"] == checks.FAIL and not step.advisory:
-        raise checks.CheckFailed(verdict, checks.check_lines(step.check, verdict))
+    if verdict["verdict"] == evaluation.FAIL and not step.advisory:
+        raise evaluation.CheckFailed(verdict, evaluation.check_lines(step.check, verdict))
     size = data_size(with_record(txn.run.data, row.step_id, {**record, "check": verdict}))
     if size > settings.RUN_DATA_BYTES:
         raise NotAccepted(
@@ -829,16 +829,16 @@ def check_verdict(
     return verdict
 
 
-def hold_candidate(txn: Txn, row: RunStep, *, identity: Identity, record: dict, verdict: dict) -> None:
+def hold_candidate(txn: LoadedRun, row: RunStep, *, identity: Identity, record: dict, verdict: dict) -> None:
     """Hold an unsure submission as the step's candidate and escalate the step to operators, as `escalate` does."""
     step = txn.definition[row.step_id]
-    lines = checks.check_lines(step.check, verdict, results=(checks.UNSURE, checks.FAIL))
+    lines = evaluation.check_lines(step.check, verdict, results=(evaluation.UNSURE, evaluation.FAIL))
     escalation = {
         "note": "\n".join(["The check was unsure; decide on the held submission.", *lines]),
         "by": identity.ref,
         "at": iso(txn.now),
         "check": verdict,
-        "candidate": {key: record[key] for key in checks.CANDIDATE_FIELDS if key in record},
+        "candidate": {key: record[key] for key in evaluation.CANDIDATE_FIELDS if key in record},
     }
     covers = _show_check(txn, row.step_id, verdict)
     set_state(txn, row, StepState.WAITING)
@@ -848,7 +848,7 @@ def hold_candidate(txn: Txn, row: RunStep, *, identity: Identity, record: dict, 
     open_escalation_item(txn, row, escalation)
 
 
-def _show_check(txn: Txn, step_id: str, verdict: dict) -> dict:
+def _show_check(txn: LoadedRun, step_id: str, verdict: dict) -> dict:
     """Show a waiting verdict as `steps.<id>.check`, even over an earlier completion; return what it covers."""
     steps = dict(txn.run.data.get("steps", {}))
     entry = steps.get(step_id)
@@ -857,7 +857,7 @@ def _show_check(txn: Txn, step_id: str, verdict: dict) -> dict:
     return {"absent": entry is None, "check": (entry or {}).get("check")}
 
 
-def _unshow_check(txn: Txn, row: RunStep) -> None:
+def _unshow_check(txn: LoadedRun, row: RunStep) -> None:
     """Put back what a waiting verdict covered in run data, once a person decides the step."""
     covers = row.escalation["covers"]
     steps = dict(txn.run.data.get("steps", {}))
@@ -871,7 +871,7 @@ def _unshow_check(txn: Txn, row: RunStep) -> None:
     txn.run.data = {**txn.run.data, "steps": steps}
 
 
-def escalate(txn: Txn, row: RunStep, *, identity: Identity, note: str) -> None:
+def escalate(txn: LoadedRun, row: RunStep, *, identity: Identity, note: str) -> None:
     """Hand a claimed agent step to the organization's operators with the agent's note."""
     escalation = {"note": note, "by": identity.ref, "at": iso(txn.now)}
     set_state(txn, row, StepState.WAITING)
@@ -880,7 +880,7 @@ def escalate(txn: Txn, row: RunStep, *, identity: Identity, note: str) -> None:
     open_escalation_item(txn, row, escalation)
 
 
-def return_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
+def return_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Send an escalated step back with the note, to agents or a task's assignee; the same attempt and due clock."""
     step = txn.definition[row.step_id]
     row.handoff = {**(row.handoff or {}), "returned": {"note": note, "by": by, "at": iso(txn.now)}}
@@ -896,11 +896,11 @@ def return_step(txn: Txn, row: RunStep, *, note: str, by: str) -> None:
         set_state(txn, row, StepState.READY)
 
 
-def cancel(txn: Txn, *, identity: Identity, reason: str) -> None:
+def cancel(txn: LoadedRun, *, identity: Identity, reason: str) -> None:
     end_run(txn, state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)
 
 
-def deliver_event(txn: Txn, event: Event) -> str | None:
+def deliver_event(txn: LoadedRun, event: Event) -> str | None:
     """Deliver an event to the earliest waiting `wait_for` of its name, or hold it (spec §3.6)."""
     waiting = [
         row
@@ -927,7 +927,7 @@ DECISIONS = {
 
 
 def decide(
-    txn: Txn,
+    txn: LoadedRun,
     *,
     identity: Identity,
     work_item_id: str,
@@ -939,7 +939,7 @@ def decide(
     next_step: str | None,
     reason: str | None,
     note: str | None,
-    answered: checks.Answered | None = None,
+    answered: evaluation.Answered | None = None,
 ) -> None:
     """Apply a person's decision, checked in the order tools.md gives (decide); `answered` is a task's check."""
     pk = public_pk(work_item_id, "w")

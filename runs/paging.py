@@ -7,7 +7,7 @@ import binascii
 import datetime as dt
 import json
 
-from config.storable import text_problem
+from base.storable import text_problem
 
 from .errors import Invalid
 

@@ -12,7 +12,7 @@ import threading
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from config import sql
+from base import sql
 
 from . import engine, notices
 from .models import Run

@@ -24,14 +24,14 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
-from config import sql
-from config.storable import printable, unstorable
+from base import sql
+from base.storable import printable, unstorable
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 from processes.validation import STEP_ID_PATTERN
 
-from . import checks, engine, files, leases, paging, presenting, timers
+from . import engine, evaluation, files, leases, paging, presenting, timers
 from .acceptance import check_fields
 from .assignments import assigned_items
 from .canonical import canonical_json, data_size, snapshot_of
@@ -86,7 +86,7 @@ def check_arguments(tool: str, arguments) -> None:
     if not issues and fits(tool, arguments):
         return
     # Only arguments that break the contract come here, where every problem is named, and every name
-    # and value a message quotes is printable (config.storable), whatever the arguments held.
+    # and value a message quotes is printable (base.storable), whatever the arguments held.
     for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: [(isinstance(p, str), p)
                                                                                  for p in e.absolute_path]):
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{printable(p)}" for p in error.absolute_path)
@@ -224,8 +224,8 @@ def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> d
     # lock held; the second pass applies the answer only if the run still shows what the model saw.
     try:
         return _write(identity, tool, arguments, functools.partial(perform, answered=None))
-    except checks.NeedsCheck as needed:
-        answered = checks.evaluate(needed.request)
+    except evaluation.NeedsCheck as needed:
+        answered = evaluation.evaluate(needed.request)
     return _write(identity, tool, arguments, functools.partial(perform, answered=answered))
 
 
@@ -239,7 +239,7 @@ def _run_pk(run_id: str) -> int:
     return pk
 
 
-def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.Txn:
+def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.LoadedRun:
     """Lock the caller's run for a write; other organizations' runs do not exist here."""
     try:
         txn = engine.load_for_write(
@@ -253,7 +253,7 @@ def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.Txn:
     return txn
 
 
-def _view(txn: engine.Txn) -> dict:
+def _view(txn: engine.LoadedRun) -> dict:
     return presenting.run_view(txn.run, txn.definition, list(txn.steps.values()), txn.open_items())
 
 
@@ -494,7 +494,7 @@ def claim(identity: Identity, arguments: dict) -> dict:
     return _write(identity, "claim", arguments, perform)
 
 
-def _held(write: _Write, token: str) -> tuple[engine.Txn, RunStep]:
+def _held(write: _Write, token: str) -> tuple[engine.LoadedRun, RunStep]:
     """Lock the run a lease token names, with the lease and the requestId look in the same round trip."""
     lease_id = leases.lease_id_from(token)
     txn = None
@@ -527,7 +527,7 @@ def renew(identity: Identity, arguments: dict) -> dict:
 
 
 def submit(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write, answered: checks.Answered | None) -> _Outcome:
+    def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
         txn, row = _held(write, arguments["token"])
         try:
             record = engine.accept(
@@ -564,7 +564,7 @@ def escalate(identity: Identity, arguments: dict) -> dict:
 
 
 def decide(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write, answered: checks.Answered | None) -> _Outcome:
+    def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
         txn = _locked(write, arguments["runId"])
         try:
             engine.decide(

@@ -43,8 +43,8 @@ def test_a_20_mb_body_is_refused_before_it_is_read(agent):
 def test_the_parser_refuses_a_declared_oversize_body_without_reading_it(settings):
     from rest_framework.test import APIRequestFactory
 
+    from api.parsers import StrictJSONParser
     from runs.errors import TooLarge
-    from runs.parsers import StrictJSONParser
 
     class Unreadable:
         def read(self, *args):

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from accounts.oauth import create_agent
+from api.mcp_tools import PROPERTY_DESCRIPTIONS
 from processes.capabilities import TOOLS
-from runs.mcp_tools import PROPERTY_DESCRIPTIONS
 from runs.tools import WRITE_TOOLS, argument_schema
 from tests.mcp import (
     APPROVAL,
@@ -211,7 +211,7 @@ def test_a_database_outage_is_a_retry_result(mcp, monkeypatch):
     def unavailable(identity, tool, arguments):
         raise OperationalError("server closed the connection unexpectedly")
 
-    monkeypatch.setattr("runs.mcp.call_tool", unavailable)
+    monkeypatch.setattr("api.mcp.call_tool", unavailable)
     result = mcp.rpc("tools/call", {"name": "describe", "arguments": {}})
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["code"] == "retry"

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from processes import publishing
-from runs import checks, engine
-from runs.checks import (
+from runs import engine, evaluation
+from runs.evaluation import (
     CHOICE,
     FAIL,
     PASS,
@@ -281,13 +281,13 @@ def test_the_evaluator_is_asked_with_no_transaction_of_the_write_open(vendor, ag
 
     outside = len(connection.atomic_blocks)
     depths, locked = [], []
-    real = checks.ChatCompletionsEvaluator.answer
+    real = evaluation.ChatCompletionsEvaluator.answer
 
     def spy(self, question, material):
         depths.append(len(connection.atomic_blocks))
         return real(self, question, material)
 
-    monkeypatch.setattr(checks.ChatCompletionsEvaluator, "answer", spy)
+    monkeypatch.setattr(evaluation.ChatCompletionsEvaluator, "answer", spy)
     real_load = engine.load_for_write
 
     def load(*args, **kwargs):
@@ -488,19 +488,19 @@ def test_a_malformed_answer_is_an_evaluator_error(vendor, agent, evaluator, ask,
 def test_a_run_that_moved_on_while_the_check_ran_is_retry(vendor, agent, evaluator, monkeypatch):
     from django.db.models import F
 
-    real = checks.evaluate
+    real = evaluation.evaluate
 
     def meanwhile(request, evaluator=None):
         answered = real(request, evaluator)
         Run.objects.update(seq=F("seq") + 1)  # another write committed during the call
         return answered
 
-    monkeypatch.setattr(checks, "evaluate", meanwhile)
+    monkeypatch.setattr(evaluation, "evaluate", meanwhile)
     run_id, _, submission = screened(agent)
     request_id = rid()
     agent.fails("submit", "retry", requestId=request_id, **submission)
     assert step_state(agent("get_run", runId=run_id), "check_vendor") == "claimed"
-    monkeypatch.setattr(checks, "evaluate", real)
+    monkeypatch.setattr(evaluation, "evaluate", real)
     view = agent.write("submit", requestId=request_id, **submission)
     assert step_state(view, "check_vendor") == "done"
 

@@ -25,7 +25,7 @@ steps:
 
 
 def queries(call) -> int:
-    """The queries a call sends: a batch of several statements is one (config.sql)."""
+    """The queries a call sends: a batch of several statements is one (base.sql)."""
     with CaptureQueriesContext(connection) as captured:
         call()
     return len(captured)
@@ -103,7 +103,7 @@ def test_query_counts_are_flat_in_a_steps_history(publish, agent, person_caller)
 def test_a_write_sends_only_the_run_columns_it_changed(publish, agent, monkeypatch):
     # A claim changes the run's wake-up (its lease's expiry), not its data: the run document, which
     # grows with every step's record, is not sent again on every write.
-    from config import sql
+    from base import sql
     from runs.models import Run
 
     publish(ONE_STEP)

@@ -11,7 +11,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from accounts.models import Group, Organization, User
-from config import sql
+from base import sql
 from runs import engine
 from runs.models import Lease, Run, RunStep, WorkItem
 from tests.runs.conftest import rid

@@ -2,7 +2,7 @@
 
 import pytest
 
-from runs.engine import STEP_TRANSITIONS, IllegalTransition, Txn, set_state
+from runs.engine import STEP_TRANSITIONS, IllegalTransition, LoadedRun, set_state
 from runs.models import RunStep, StepState
 
 STATES = [None, *StepState.values]
@@ -17,7 +17,7 @@ def test_every_state_has_a_row_and_terminal_states_go_nowhere():
 @pytest.mark.parametrize(("start", "end"), [(a, b) for a in STATES for b in STATES])
 def test_set_state_allows_exactly_the_table(start, end):
     row = RunStep(step_id="s", state=start)
-    txn = Txn(run=None, definition=None, steps={"s": row}, now=None)
+    txn = LoadedRun(run=None, definition=None, steps={"s": row}, now=None)
     if end in STEP_TRANSITIONS[start]:
         set_state(txn, row, end)
         assert row.state == end and "s" in txn.dirty

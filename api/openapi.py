@@ -5,11 +5,10 @@ from __future__ import annotations
 import copy
 import json
 from functools import cache
-from pathlib import Path
 
 from processes.capabilities import TOOLS
+from runs.tools import SCHEMA_DIR
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
 ERROR_STATUSES = {
     "400": "invalid",
     "401": "no valid credentials",

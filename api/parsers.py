@@ -7,9 +7,8 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 
-from config.storable import MAX_DEPTH, depth_exceeds
-
-from .errors import TooLarge
+from base.storable import MAX_DEPTH, depth_exceeds
+from runs.errors import TooLarge
 
 
 def refuse_constant(name: str):

@@ -33,14 +33,14 @@ from accounts.oauth import (
     protected_resource_metadata_url,
     scope_challenge,
 )
-from config.storable import MAX_DEPTH, depth_exceeds, printable, unstorable
+from base.storable import MAX_DEPTH, depth_exceeds, printable, unstorable
 from processes.capabilities import TOOLS
+from runs import files
+from runs.errors import Invalid, ToolError, database_unavailable
+from runs.tools import call_tool
 
-from . import files
-from .errors import Invalid, ToolError, database_unavailable
 from .mcp_tools import INSTRUCTIONS, tool_definitions
 from .parsers import refuse_constant
-from .tools import call_tool
 
 log = logging.getLogger(__name__)
 

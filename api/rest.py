@@ -14,11 +14,11 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from processes.capabilities import TOOLS
+from runs import files
+from runs.errors import ToolError, database_unavailable
+from runs.tools import call_tool
 
-from . import files
-from .errors import ToolError, database_unavailable
 from .parsers import too_large
-from .tools import call_tool
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,7 @@ import copy
 import functools
 
 from processes.capabilities import TOOLS
-
-from .tools import WRITE_TOOLS, argument_schema
+from runs.tools import WRITE_TOOLS, argument_schema
 
 TITLES = {
     "describe": "Describe this server",

@@ -1,11 +1,11 @@
-"""config.sql builds the same model instances the ORM would, from the same rows."""
+"""base.sql builds the same model instances the ORM would, from the same rows."""
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
-from config import sql
+from base import sql
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def _every_model_field():
 
 
 def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
-    # config.sql skips get_db_prep_save where it would make nothing new of the value; the driver
+    # base.sql skips get_db_prep_save where it would make nothing new of the value; the driver
     # must then write the very literal the ORM's value gives, for every field of every model.
     import datetime as dt
 
