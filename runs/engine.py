@@ -41,26 +41,9 @@ from .models import (
     WorkItemState,
     public_pk,
 )
+from .transitions import move
 
 SERVER = "server"
-
-# The only step-state changes the engine makes; None is "not currently reached" (spec §3.5).
-STEP_TRANSITIONS: dict[str | None, frozenset[str | None]] = {
-    None: frozenset({StepState.READY, StepState.WAITING, StepState.DONE, StepState.FAILED}),
-    StepState.READY: frozenset({StepState.CLAIMED, StepState.CANCELLED}),
-    StepState.CLAIMED: frozenset({StepState.READY, StepState.DONE, StepState.WAITING, StepState.CANCELLED}),
-    StepState.WAITING: frozenset(
-        {StepState.DONE, StepState.READY, StepState.FAILED, StepState.CANCELLED, StepState.WAITING}
-    ),
-    StepState.DONE: frozenset({None, StepState.READY, StepState.WAITING, StepState.DONE, StepState.FAILED}),
-    StepState.FAILED: frozenset(),
-    StepState.CANCELLED: frozenset(),
-}
-
-
-class IllegalTransition(Exception):
-    """A bug: the engine tried a state change the transition table does not allow."""
-
 
 def iso(moment: dt.datetime | None) -> str | None:
     if moment is None:
@@ -116,10 +99,8 @@ def may_have_items(steps) -> bool:
 
 
 def set_state(txn: LoadedRun, row: RunStep, state: str | None) -> None:
-    """Change a step's state through the transition table; anything else is a bug."""
-    if state not in STEP_TRANSITIONS[row.state]:
-        raise IllegalTransition(f"{row.step_id}: {row.state} → {state}")
-    row.state = state
+    """Change a step's state through its transition table (runs.transitions); anything else is a bug."""
+    move(row, state)
     txn.touch(row)
 
 
@@ -203,7 +184,7 @@ def flush(txn: LoadedRun) -> None:
     """Save everything the write changed and schedule its side effects for after the commit."""
     run = txn.run
     if not run.is_over:
-        run.state = derive_run_state(txn)
+        move(run, derive_run_state(txn))
     run.wake_at = None if run.is_over else next_wake(txn)
     run.updated_at = txn.now
     if run._state.adding:
@@ -514,7 +495,7 @@ def complete(txn: LoadedRun, row: RunStep, record: dict | None, target: str | No
 def _close_items(txn: LoadedRun, row: RunStep, decision: str | None = None, by: str | None = None) -> None:
     for item in txn.open_items():
         if item_step(txn, item) is row and item.state == WorkItemState.OPEN:
-            item.state = WorkItemState.DECIDED if decision else WorkItemState.REMOVED
+            move(item, WorkItemState.DECIDED if decision else WorkItemState.REMOVED)
             item.decision = decision
             item.decided_by = by
             item.decided_at = txn.now
@@ -596,7 +577,7 @@ def fail_by_server(txn: LoadedRun, row: RunStep, note: str) -> None:
 def end_run(txn: LoadedRun, *, state: str, outcome: str | None, by: str, note: str | None) -> None:
     """End or cancel the run: every unfinished step cancelled, open items removed, tokens dead."""
     run = txn.run
-    run.state = state
+    move(run, state)
     run.outcome = outcome
     run.ended = {"by": by, "at": iso(txn.now), "note": note}
     for row in txn.steps.values():

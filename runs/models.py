@@ -12,28 +12,20 @@ from django.db.models.expressions import RawSQL
 from accounts.models import Group, Organization
 from processes.models import ProcessVersion
 
+from .transitions import (
+    RunState,
+    StateField,
+    Stateful,
+    StepState,
+    WorkItemState,
+)
+
 
 def public_pk(value, prefix: str) -> int | None:
     """Return the database id an `r_…`/`w_…` id names, or None for anything else (ASCII digits, in range)."""
     if isinstance(value, str) and re.fullmatch(rf"{prefix}_[0-9]{{1,17}}", value):
         return int(value[len(prefix) + 1 :])
     return None
-
-
-class RunState(models.TextChoices):
-    ACTIVE = "active"
-    WAITING = "waiting"
-    ENDED = "ended"
-    CANCELLED = "cancelled"
-
-
-class StepState(models.TextChoices):
-    READY = "ready"
-    CLAIMED = "claimed"
-    WAITING = "waiting"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
 
 
 # The states of a step still at work: what can still become overdue.
@@ -45,13 +37,13 @@ class Mode(models.TextChoices):
     TEST = "test"
 
 
-class Run(models.Model):
+class Run(Stateful):
     # Indexed by the composite indexes below, which lead with it.
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs", db_index=False)
     version = models.ForeignKey(ProcessVersion, on_delete=models.PROTECT, related_name="runs")
     process_name = models.CharField(max_length=64)
     mode = models.CharField(max_length=8, choices=Mode.choices, default=Mode.LIVE)
-    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.ACTIVE)
+    state = StateField(max_length=16, choices=RunState.choices, default=RunState.ACTIVE)
     outcome = models.CharField(max_length=200, null=True, blank=True)
     ended = models.JSONField(null=True, blank=True)
     started_by = models.CharField(max_length=64)
@@ -95,7 +87,7 @@ class Run(models.Model):
         return self.state in (RunState.ENDED, RunState.CANCELLED)
 
 
-class RunStep(models.Model):
+class RunStep(Stateful):
     """One declared step of one run; its state is the protocol's step state."""
 
     # Both indexed by the constraint and the index below, which lead with them.
@@ -112,7 +104,7 @@ class RunStep(models.Model):
     step_id = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16)
-    state = models.CharField(max_length=16, choices=StepState.choices, null=True, blank=True)
+    state = StateField(max_length=16, choices=StepState.choices, null=True, blank=True)
     attempt = models.PositiveIntegerField(default=0)
     ready_seq = models.PositiveIntegerField(default=0)
     done_seq = models.PositiveIntegerField(default=0)
@@ -234,13 +226,7 @@ class IdempotencyRecord(models.Model):
         return f"{self.tool} {self.request_id}"
 
 
-class WorkItemState(models.TextChoices):
-    OPEN = "open"
-    DECIDED = "decided"
-    REMOVED = "removed"
-
-
-class WorkItem(models.Model):
+class WorkItem(Stateful):
     """A person step, or an escalated agent step, waiting for a decision (spec §3.4)."""
 
     # These three are indexed by the composite indexes below, which lead with them.
@@ -248,7 +234,9 @@ class WorkItem(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="work_items")
     step = models.ForeignKey(RunStep, on_delete=models.CASCADE, related_name="work_items")
     kind = models.CharField(max_length=16)
-    state = models.CharField(max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN)
+    state = StateField(
+        max_length=16, choices=WorkItemState.choices, default=WorkItemState.OPEN
+    )
     assigned_group = models.ForeignKey(
         Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+", db_index=False
     )

@@ -14,6 +14,7 @@ from accounts.models import Group, Organization, User
 from base import sql
 from runs import engine
 from runs.models import Lease, Run, RunStep, WorkItem
+from runs.transitions import TABLES, move
 from tests.runs.conftest import rid
 from tests.runs.test_agent_loop import ONE_STEP, TWO_STEPS
 
@@ -90,8 +91,13 @@ def change_and_flush(world, pick, name, *, also=()):
         txn = engine.load_for_write(world["run"])
         obj = pick(txn)
         field = next(f for f in type(obj)._meta.concrete_fields if f.attname == name)
-        value = sample(field, getattr(obj, name), world)
-        setattr(obj, name, value)
+        if name == "state":
+            # A state changes only along its table (runs.transitions): to a state other than its own.
+            value = sorted(s for s in TABLES[type(obj)._meta.label][obj.state] if s and s != obj.state)[0]
+            move(obj, value)
+        else:
+            value = sample(field, getattr(obj, name), world)
+            setattr(obj, name, value)
         for other, other_value in also:
             setattr(obj, other, other_value)
         engine.flush(txn)
