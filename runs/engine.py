@@ -22,9 +22,10 @@ from accounts.models import User
 from base import sql
 from processes.definition import JOIN, Definition, StepDef, definition_for, duration_seconds
 from processes.models import ProcessVersion, RoleBinding
+from processes.validation import STEP_ID_PATTERN
 
 from . import evaluation, leases, notices
-from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_submission, parse_datetime
+from .acceptance import FILE_CHANGED, FILE_NOT_FOUND, check_fields, check_submission, parse_datetime
 from .assignments import may_decide
 from .canonical import data_size, snapshot_of
 from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Retry, Stale
@@ -597,9 +598,20 @@ def end_run(txn: LoadedRun, *, state: str, outcome: str | None, by: str, note: s
 def new_run(
     *, identity: Identity, version, inputs: dict, mode: str, now: dt.datetime | None = None
 ) -> LoadedRun:
-    """Create a run of `version` and make its first step ready."""
+    """Create a run of `version` and make its first step ready; refuse inputs the process does not take."""
     now = now or timezone.now()
     definition = definition_for(version)
+    if identity.is_agent and definition.uses_initiator():
+        raise Invalid(
+            "This process assigns a step to its initiator, and an agent cannot be one.",
+            ["process: has a step assigned to initiator; start it as a person"],
+        )
+    issues = check_fields(definition.inputs, inputs, "inputs")
+    size = data_size({"inputs": inputs, "steps": {}})
+    if size > settings.RUN_DATA_BYTES:
+        issues.append(f"inputs: {size} bytes exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
+    if issues:
+        raise Invalid("The inputs do not fit the process.", issues)
     run = Run(
         organization=identity.organization,
         version=version,
@@ -878,7 +890,31 @@ def return_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
 
 
 def cancel(txn: LoadedRun, *, identity: Identity, reason: str) -> None:
+    """Cancel the run for an operator of its organization, with the reason they give (spec §3.5)."""
+    if not (identity.is_human and identity.is_operator):
+        raise Forbidden("Only an operator of this organization may cancel a run.")
+    if not reason.strip():
+        raise Invalid("A cancel needs a reason.", ["reason: required"])
     end_run(txn, state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)
+
+
+def send_event(txn: LoadedRun, *, identity: Identity, name: str, data) -> str | None:
+    """Deliver an event from an agent or an operator to its waiting step, or hold it; return the step's id."""
+    if identity.is_human and not identity.is_operator:
+        raise Forbidden("Events come from agents and operators.")
+    issues = []
+    if not STEP_ID_PATTERN.match(name):
+        issues.append("name: must match ^[a-z][a-z0-9_-]{0,63}$")
+    if data is not None and data_size(data) > settings.RUN_DATA_BYTES:
+        issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
+    if issues:
+        raise Invalid("The event cannot be held.", issues)
+    event = Event(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
+    consumed_by = deliver_event(txn, event)
+    if consumed_by is None:
+        txn.run.holds_events = True
+        sql.insert_later(event)  # held for a later wait_for; a consumed one is saved by the flush
+    return consumed_by
 
 
 def deliver_event(txn: LoadedRun, event: Event) -> str | None:

@@ -29,15 +29,12 @@ from base.storable import printable, unstorable
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
-from processes.validation import STEP_ID_PATTERN
 
 from . import engine, evaluation, files, leases, paging, presenting, timers
-from .acceptance import check_fields
 from .assignments import assigned_items
-from .canonical import canonical_json, data_size, snapshot_of
-from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, ToolError, run_ended
+from .canonical import canonical_json, snapshot_of
+from .errors import Conflict, Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import (
-    Event,
     IdempotencyRecord,
     Lease,
     Run,
@@ -454,20 +451,8 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
-        definition = definition_for(version)
-        if identity.is_agent and definition.uses_initiator():
-            raise Invalid(
-                "This process assigns a step to its initiator, and an agent cannot be one.",
-                ["process: has a step assigned to initiator; start it as a person"],
-            )
-        inputs = arguments["inputs"]
-        issues = check_fields(definition.inputs, inputs, "inputs")
-        size = data_size({"inputs": inputs, "steps": {}})
-        if size > settings.RUN_DATA_BYTES:
-            issues.append(f"inputs: {size} bytes exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
-        if issues:
-            raise Invalid("The inputs do not fit the process.", issues)
-        txn = engine.new_run(identity=identity, version=version, inputs=inputs, mode=arguments.get("mode", "live"))
+        txn = engine.new_run(identity=identity, version=version, inputs=arguments["inputs"],
+                             mode=arguments.get("mode", "live"))
         if reserved:
             txn.run.pk = reserved[0][0][0]  # its key came with the lookups: the run's INSERTs join the batch
         engine.flush(txn)
@@ -593,10 +578,6 @@ def decide(identity: Identity, arguments: dict) -> dict:
 def cancel(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         txn = _locked(write, arguments["runId"])
-        if not (identity.is_human and identity.is_operator):
-            raise Forbidden("Only an operator of this organization may cancel a run.")
-        if not arguments["reason"].strip():
-            raise Invalid("A cancel needs a reason.", ["reason: required"])
         engine.cancel(txn, identity=identity, reason=arguments["reason"])
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
@@ -607,22 +588,7 @@ def cancel(identity: Identity, arguments: dict) -> dict:
 def send_event(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         txn = _locked(write, arguments["runId"])
-        if identity.is_human and not identity.is_operator:
-            raise Forbidden("Events come from agents and operators.")
-        name = arguments["name"]
-        issues = []
-        if not STEP_ID_PATTERN.match(name):
-            issues.append("name: must match ^[a-z][a-z0-9_-]{0,63}$")
-        data = arguments.get("data")
-        if data is not None and data_size(data) > settings.RUN_DATA_BYTES:
-            issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
-        if issues:
-            raise Invalid("The event cannot be held.", issues)
-        event = Event(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
-        consumed_by = engine.deliver_event(txn, event)
-        if consumed_by is None:
-            txn.run.holds_events = True
-            sql.insert_later(event)  # held for a later wait_for; a consumed one is saved by the flush
+        consumed_by = engine.send_event(txn, identity=identity, name=arguments["name"], data=arguments.get("data"))
         engine.flush(txn)
         return _Outcome({"consumedBy": consumed_by}, run=txn.run)
 
