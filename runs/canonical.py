@@ -6,6 +6,7 @@ are the server's own and only ever compared with themselves.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 
@@ -34,3 +35,10 @@ def snapshot_of(data: dict) -> str:
 def data_size(data: dict) -> int:
     """The size of run data as limits.runDataBytes counts it."""
     return len(canonical_json(data))
+
+
+def iso(moment: dt.datetime | None) -> str | None:
+    """A time as run data writes it: UTC, milliseconds, `Z`."""
+    if moment is None:
+        return None
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

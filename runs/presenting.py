@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from processes.definition import Definition
 
-from .canonical import snapshot_of
-from .engine import DECISIONS, iso
+from .canonical import iso, snapshot_of
+from .decisions import DECISIONS
 from .files import data_with_urls, with_urls
 from .models import Run, RunStep, StepState
 

@@ -30,9 +30,9 @@ from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 
-from . import engine, evaluation, files, leases, paging, presenting, timers
+from . import agent_steps, decisions, engine, evaluation, files, leases, paging, presenting, store, timers
 from .assignments import assigned_items
-from .canonical import canonical_json, snapshot_of
+from .canonical import canonical_json, iso, snapshot_of
 from .errors import Conflict, Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import (
     IdempotencyRecord,
@@ -236,7 +236,7 @@ def _run_pk(run_id: str) -> int:
     return pk
 
 
-def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.LoadedRun:
+def _locked(write: _Write, run_id: str, *, leases: int = 0) -> store.LoadedRun:
     """Lock the caller's run for a write; other organizations' runs do not exist here."""
     try:
         txn = engine.load_for_write(
@@ -250,7 +250,7 @@ def _locked(write: _Write, run_id: str, *, leases: int = 0) -> engine.LoadedRun:
     return txn
 
 
-def _view(txn: engine.LoadedRun) -> dict:
+def _view(txn: store.LoadedRun) -> dict:
     return presenting.run_view(txn.run, txn.definition, list(txn.steps.values()), txn.open_items())
 
 
@@ -306,7 +306,7 @@ def get_run(identity: Identity, arguments: dict) -> dict:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         # The run, its steps and its open items in one round trip (PostgreSQL).
         found, rows, items = sql.select_many([
-            (Run, "t.id = %s" + engine.IN_ORGANIZATION, [pk, identity.organization.pk], ""),
+            (Run, "t.id = %s" + store.IN_ORGANIZATION, [pk, identity.organization.pk], ""),
             (RunStep, "t.run_id = %s", [pk], ""),
             (WorkItem, "t.run_id = %s AND t.state = %s", [pk, WorkItemState.OPEN], ""),
         ])
@@ -314,7 +314,7 @@ def get_run(identity: Identity, arguments: dict) -> dict:
             raise NotFound(f"No run '{arguments['runId']}' in this organization.")
         [run] = found
         if run.wake_at is None or run.wake_at > timezone.now():
-            run.version = engine.published_version(run.version_id)
+            run.version = store.published_version(run.version_id)
             return presenting.run_view(run, definition_for(run.version), rows, items)
     # Time has changed this run: catch it up under its lock, as a write would, and show the result.
     with transaction.atomic():
@@ -380,7 +380,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     for values in found:
         row = sql.build(RunStep, values)
         row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
-                      version=engine.published_version(row.version_id), mode=row.mode)
+                      version=store.published_version(row.version_id), mode=row.mode)
         page.append(row)
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None
@@ -410,8 +410,8 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
             "version": run.version.number,
             "state": run.state,
             "outcome": run.outcome,
-            "startedAt": engine.iso(run.started_at),
-            "updatedAt": engine.iso(run.updated_at),
+            "startedAt": iso(run.started_at),
+            "updatedAt": iso(run.updated_at),
             "inputs": run.data.get("inputs", {}),
         }
         for run in page[:limit]
@@ -447,7 +447,7 @@ def _storable_version(number: int) -> bool:
 def start_run(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         found, *reserved = write.looked_up
-        version = engine.published_version(found[0][0]) if found else None
+        version = store.published_version(found[0][0]) if found else None
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
@@ -469,7 +469,7 @@ def start_run(identity: Identity, arguments: dict) -> dict:
 def claim(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         txn = _locked(write, arguments["runId"], leases=1)
-        lease = engine.claim(txn, identity=identity, step_id=arguments["stepId"])
+        lease = agent_steps.claim(txn, identity=identity, step_id=arguments["stepId"])
         engine.flush(txn)
         row = txn.steps[arguments["stepId"]]
         token = leases.token_for(lease.public_id)
@@ -479,7 +479,7 @@ def claim(identity: Identity, arguments: dict) -> dict:
     return _write(identity, "claim", arguments, perform)
 
 
-def _held(write: _Write, token: str) -> tuple[engine.LoadedRun, RunStep]:
+def _held(write: _Write, token: str) -> tuple[store.LoadedRun, RunStep]:
     """Lock the run a lease token names, with the lease and the requestId look in the same round trip."""
     lease_id = leases.lease_id_from(token)
     txn = None
@@ -497,15 +497,15 @@ def _held(write: _Write, token: str) -> tuple[engine.LoadedRun, RunStep]:
     write.recheck(txn.also[1])
     if txn.run.is_over:
         raise run_ended()
-    return txn, engine.held_step(txn, lease, write.identity)
+    return txn, agent_steps.held_step(txn, lease, write.identity)
 
 
 def renew(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         txn, row = _held(write, arguments["token"])
-        lease = engine.renew(txn, row, identity=identity, progress=arguments.get("progress"))
+        lease = agent_steps.renew(txn, row, identity=identity, progress=arguments.get("progress"))
         engine.flush(txn)
-        data = {"token": leases.token_for(lease.public_id), "expiresAt": engine.iso(lease.expires_at)}
+        data = {"token": leases.token_for(lease.public_id), "expiresAt": iso(lease.expires_at)}
         return _Outcome(data, run=txn.run, lease=lease.public_id)
 
     return _write(identity, "renew", arguments, perform)
@@ -515,7 +515,7 @@ def submit(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
         txn, row = _held(write, arguments["token"])
         try:
-            record = engine.accept(
+            record = agent_steps.accept(
                 txn,
                 row,
                 identity=identity,
@@ -526,12 +526,12 @@ def submit(identity: Identity, arguments: dict) -> dict:
                 reason=arguments.get("reason"),
                 require_summary=True,
             )
-            verdict = engine.check_verdict(txn, row, record=record, holder=f"lease {row.lease_id}", answered=answered)
+            verdict = agent_steps.check_verdict(txn, row, record=record, holder=f"lease {row.lease_id}", answered=answered)
         except NotAccepted as refused:
-            engine.refuse_submission(txn, row, refused)
+            agent_steps.refuse_submission(txn, row, refused)
             engine.flush(txn)
             return _Outcome({}, error=refused)
-        engine.submit(txn, row, identity=identity, record=record, verdict=verdict)
+        agent_steps.submit(txn, row, identity=identity, record=record, verdict=verdict)
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
@@ -541,7 +541,7 @@ def submit(identity: Identity, arguments: dict) -> dict:
 def escalate(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write) -> _Outcome:
         txn, row = _held(write, arguments["token"])
-        engine.escalate(txn, row, identity=identity, note=arguments["note"])
+        agent_steps.escalate(txn, row, identity=identity, note=arguments["note"])
         engine.flush(txn)
         return _Outcome(_view(txn), run=txn.run)
 
@@ -552,7 +552,7 @@ def decide(identity: Identity, arguments: dict) -> dict:
     def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
         txn = _locked(write, arguments["runId"])
         try:
-            engine.decide(
+            decisions.decide(
                 txn,
                 identity=identity,
                 work_item_id=arguments["workItemId"],

@@ -32,9 +32,9 @@ def fixture_path(name: str) -> Path:
 @pytest.fixture(autouse=True)
 def forget_cached_versions():
     # A rolled-back test can hand the next one the same version id for other content; production never can.
-    from runs import engine
+    from runs import store
 
-    engine._versions.clear()
+    store._versions.clear()
 
 
 @pytest.fixture(autouse=True)

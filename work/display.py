@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from accounts.models import Agent, Group, User
 from processes.definition import Definition
-from runs.engine import iso
+from runs.canonical import iso
 from runs.models import Upload
 
 from .maps import step_title

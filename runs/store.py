@@ -1,0 +1,199 @@
+"""A run under its lock, loaded and saved: the rows of one write, and nothing of what they mean.
+
+`load` locks a run row and reads its steps in one round trip; `save` writes back every field a write
+changed (base.sql compares each row with its values as loaded) and schedules the write's side effects
+for after the commit. The engine decides what changes; this module only moves rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import deque
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from base import sql
+from processes.definition import Definition, definition_for
+from processes.models import ProcessVersion
+
+from . import notices
+from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
+
+
+@dataclass
+class LoadedRun:
+    """One run loaded under its lock, with everything a write may change."""
+
+    run: Run
+    definition: Definition
+    steps: dict[str, RunStep]
+    now: dt.datetime
+    dirty: set[str] = field(default_factory=set)
+    queue: deque = field(default_factory=deque)
+    new_leases: list[Lease] = field(default_factory=list)
+    _items: list | None = None
+    new_items: list = field(default_factory=list)
+    notices: list[tuple[str, int]] = field(default_factory=list)
+    discard_events: bool = False
+    also: list = field(default_factory=list)
+    consumed: list[Event] = field(default_factory=list)
+    lease_keys: list[int] = field(default_factory=list)  # reserved for new leases (load_for_write)
+
+    def step(self, step_id: str) -> RunStep:
+        return self.steps[step_id]
+
+    def open_items(self) -> list:
+        if self._items is None:
+            self._items = [sql.remember(item) for item in WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)]
+        return self._items
+
+    def loaded_items(self) -> list:
+        """The work items this write read (and so may have changed); none when it read none."""
+        return [item for item in (self._items or []) if item.pk is not None]
+
+
+    def touch(self, row: RunStep) -> None:
+        self.dirty.add(row.step_id)
+
+    def next_seq(self) -> int:
+        self.run.seq += 1
+        return self.run.seq
+
+
+def may_have_items(steps) -> bool:
+    """Whether any step as loaded could hold an open work item: a waiting person step or an escalation."""
+    return any(
+        row.state == StepState.WAITING and (row.kind in ("task", "approve") or row.escalation) for row in steps
+    )
+
+
+_versions: dict[int, ProcessVersion] = {}
+
+
+def published_version(version_id: int) -> ProcessVersion:
+    """A published version by id; versions never change, so each process keeps the ones it has read."""
+    version = _versions.get(version_id)
+    if version is None:
+        version = ProcessVersion.objects.get(pk=version_id)
+        if len(_versions) > 4096:
+            _versions.clear()
+        _versions[version_id] = version
+    return version
+
+
+# A run's organization, checked on the row its key finds. `+ 0` keeps the indexes that lead with the
+# organization out of the plan: one made while the table was small may otherwise find the key by reading
+# every run of the organization, and a prepared statement keeps its plan as the table grows.
+IN_ORGANIZATION = " AND t.organization_id + 0 = %s"
+
+
+# A run's data is a document a write only ever replaces (`_store`, `_show_check`), never alters in place:
+# compared by identity, it need not be copied at every load.
+RUN_REPLACED = frozenset({"data"})
+
+
+def _after_commit(run_id: int):
+    def send():
+        notices.send_pending_email(run_id=run_id)
+
+    return send
+
+
+def load(
+    run_id: int | None,
+    *,
+    organization=None,
+    lease_id: str | None = None,
+    now: dt.datetime | None = None,
+    also=(),
+    leases: int = 0,
+) -> LoadedRun:
+    """Lock the run row and load its steps; needs an open transaction.
+
+    The run is named by its key, or by the public id of a lease on it (`run_id` None). `also` holds
+    more `sql.select_many` queries to run right after the lock, in the same round trip; their rows
+    are on `txn.also`. `leases` keys for new leases come in the same round trip too (PostgreSQL).
+    """
+    # Plain SQL on the hottest path of every write: the same rows, without building the query each time.
+    if lease_id is not None:
+        run_key, params = f"(SELECT run_id FROM {Lease._meta.db_table} WHERE public_id = %s)", [lease_id]
+    else:
+        run_key, params = "%s", [run_id]
+    where, step_params = f"t.id = {run_key}", list(params)
+    if organization is not None:
+        where += IN_ORGANIZATION
+        params.append(organization.pk)
+    lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
+    reserve = sql.next_ids(Lease, leases) if leases else None
+    found, rows, *extra = sql.select_many(
+        [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
+        raw=[reserve] if reserve else [],
+    )
+    lease_keys = [key for (key,) in extra.pop()] if reserve else []
+    if not found:
+        raise Run.DoesNotExist(f"run {run_id}")
+    locked = found[0]
+    # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
+    # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
+    sql.remember(locked, by_identity=RUN_REPLACED)
+    locked.version = published_version(locked.version_id)
+    txn = LoadedRun(
+        run=locked,
+        definition=definition_for(locked.version),
+        steps={row.step_id: sql.remember(row) for row in rows},
+        now=now or timezone.now(),
+        also=extra,
+        lease_keys=lease_keys,
+    )
+    if not may_have_items(txn.steps.values()):
+        txn._items = []  # nothing to load: spare the query
+    return txn
+
+
+def save(txn: LoadedRun) -> None:
+    """Save everything the write changed and schedule its side effects for after the commit."""
+    run = txn.run
+    if run._state.adding:
+        # A new run is inserted once, already in its first state; with its key reserved, in the batch.
+        (sql.insert_later if run.pk is not None else sql.insert)(run)
+    else:
+        sql.update(Run, run.pk, sql.changes(run))
+    new_rows = [row for row in txn.steps.values() if row.pk is None]
+    if new_rows:
+        # Work items point at their steps, so only then must the steps' keys come back first.
+        (sql.insert if txn.new_items else sql.insert_later)(*new_rows)
+    if txn.new_leases:
+        if len(txn.lease_keys) >= len(txn.new_leases):
+            for lease, key in zip(txn.new_leases, txn.lease_keys[: len(txn.new_leases)], strict=True):
+                lease.pk = key
+            sql.insert_later(*txn.new_leases)
+        else:
+            sql.insert(*txn.new_leases)
+        for lease in txn.new_leases:
+            if lease.step.lease is lease:
+                lease.step.lease_id = lease.pk
+    for row in txn.steps.values():
+        if row in new_rows:
+            sql.remember(row)
+            continue
+        # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write changes.
+        sql.update(RunStep, row.pk, sql.changes(row))
+    if txn.new_items:
+        WorkItem.objects.bulk_create(txn.new_items)
+        for item in txn.new_items:
+            sql.remember(item)
+    for item in txn.loaded_items():
+        sql.update(WorkItem, item.pk, sql.changes(item))
+    for event in txn.consumed:
+        if event.pk is None:
+            sql.insert_later(event)  # sent and consumed in this write
+        else:
+            sql.update(Event, event.pk, sql.changes(event))
+    if txn.discard_events:
+        Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
+    if txn.notices:
+        for step_id, _attempt in txn.notices:
+            notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+        transaction.on_commit(_after_commit(run.pk))
