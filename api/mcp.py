@@ -301,7 +301,7 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object.")
-        # A tool's arguments are the tool's to name (runs.tools.check_arguments); the rest is ours.
+        # A tool's arguments are the tool's to name (runs.arguments.check_arguments); the rest is ours.
         problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
         if problems:
             raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems), status=400)

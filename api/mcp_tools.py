@@ -6,7 +6,7 @@ import copy
 import functools
 
 from processes.capabilities import TOOLS
-from runs.tools import WRITE_TOOLS, argument_schema
+from runs.arguments import WRITE_TOOLS, argument_schema
 
 TITLES = {
     "describe": "Describe this server",

@@ -7,7 +7,7 @@ import json
 from functools import cache
 
 from processes.capabilities import TOOLS
-from runs.tools import SCHEMA_DIR
+from runs.arguments import SCHEMA_DIR
 
 ERROR_STATUSES = {
     "400": "invalid",

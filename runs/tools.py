@@ -8,34 +8,39 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import hashlib
-import json
 import secrets
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import jsonschema_rs
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
-from jsonschema import Draft202012Validator
 
 from accounts.identity import Identity
 from base import sql
-from base.storable import printable, unstorable
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.models import Process, ProcessVersion
 
-from . import agent_steps, decisions, engine, evaluation, files, leases, paging, presenting, store, timers
+from . import (
+    agent_steps,
+    decisions,
+    engine,
+    evaluation,
+    files,
+    idempotency,
+    leases,
+    paging,
+    presenting,
+    store,
+    timers,
+)
+from .arguments import check_arguments
 from .assignments import assigned_items
-from .canonical import canonical_json, iso, snapshot_of
-from .errors import Conflict, Invalid, NotAccepted, NotFound, ToolError, run_ended
+from .canonical import iso, snapshot_of
+from .errors import Invalid, NotAccepted, NotFound, run_ended
 from .models import (
-    IdempotencyRecord,
     Lease,
     Run,
     RunStep,
@@ -46,61 +51,6 @@ from .models import (
     public_pk,
 )
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "core-2" / "tools"
-WRITE_TOOLS = frozenset(
-    {"start_run", "claim", "renew", "upload", "submit", "escalate", "decide", "cancel", "send_event"}
-)
-
-
-@functools.cache
-def argument_schema(tool: str) -> dict:
-    return json.loads((SCHEMA_DIR / f"{tool}.arguments.json").read_text())
-
-
-@functools.cache
-def _validator(tool: str) -> Draft202012Validator:
-    return Draft202012Validator(argument_schema(tool))
-
-
-@functools.cache
-def _fast_validator(tool: str) -> jsonschema_rs.Draft202012Validator:
-    return jsonschema_rs.Draft202012Validator(argument_schema(tool))
-
-
-def fits(tool: str, arguments) -> bool:
-    """Whether `arguments` fit the tool's schema, in about a microsecond (a compiled validator)."""
-    try:
-        return _fast_validator(tool).is_valid(arguments)
-    except (ValueError, TypeError, OverflowError):
-        return False  # nothing it can read: let the full check below name what is wrong
-
-
-def check_arguments(tool: str, arguments) -> None:
-    """Refuse arguments that break the tool's contract, naming every problem (spec §6 rule 3)."""
-    if not isinstance(arguments, dict):
-        raise Invalid("Arguments must be a JSON object.", ["arguments: expected object"])
-    issues = unstorable(arguments)
-    if not issues and fits(tool, arguments):
-        return
-    # Only arguments that break the contract come here, where every problem is named, and every name
-    # and value a message quotes is printable (base.storable), whatever the arguments held.
-    for error in sorted(_validator(tool).iter_errors(arguments), key=lambda e: [(isinstance(p, str), p)
-                                                                                 for p in e.absolute_path]):
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{printable(p)}" for p in error.absolute_path)
-        where = where.lstrip(".")
-        if error.validator == "additionalProperties":
-            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-            issues.extend(f"{(where + '.') if where else ''}{printable(name)}: not an argument of {tool}"
-                          for name in extra)
-        elif error.validator == "required":
-            missing = [name for name in error.validator_value if name not in error.instance]
-            issues.extend(f"{(where + '.') if where else ''}{name}: required" for name in missing)
-        else:
-            issues.append(f"{where or 'arguments'}: {printable(error.message, 200)}")
-    if issues:
-        # One schema error can name what another names too (each `required` error lists every missing name).
-        raise Invalid(f"The arguments do not fit the {tool} contract.", list(dict.fromkeys(issues)))
-
 
 def call_tool(identity: Identity, tool: str, arguments) -> dict:
     """Run one tool for one caller and return its `data`, or raise a ToolError."""
@@ -108,122 +58,6 @@ def call_tool(identity: Identity, tool: str, arguments) -> dict:
         raise NotFound(f"There is no tool '{tool}'.")
     check_arguments(tool, arguments)
     return TOOL_FUNCTIONS[tool](identity, arguments)
-
-
-# --- idempotency --------------------------------------------------------------------------------
-
-
-class _Replayed(Exception):
-    def __init__(self, data: dict):
-        self.data = data
-
-
-@dataclass
-class _Write:
-    identity: Identity
-    tool: str
-    request_id: str
-    fingerprint: str
-    looked_up: list = field(default_factory=list)
-
-    def record_query(self) -> tuple:
-        """The `sql.select_many` query for this requestId's record, to run with the write's first reads."""
-        return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.pk, self.request_id], "")
-
-    def recheck(self, found: list) -> None:
-        """Call with the run locked: a concurrent twin may have committed while this one waited."""
-        if found and self.replays:
-            raise _Replayed(_replay(found[0], self))
-
-    @property
-    def replays(self) -> bool:
-        """Whether a recorded result may answer this call: never an agent's decide, which is always
-        refused (spec §6 rule 4), even with the requestId of a person's decision."""
-        return self.tool != "decide" or self.identity.is_human
-
-
-@dataclass
-class _Outcome:
-    data: dict
-    run: Run | None = None
-    lease: str | None = None
-    error: ToolError | None = None
-
-
-def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
-    payload = {"tool": tool, "by": identity.ref, "arguments": {k: v for k, v in arguments.items() if k != "requestId"}}
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
-
-
-_RECORD_WHERE = "t.organization_id = %s AND t.request_id = %s"
-
-
-def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
-    found = sql.select(IdempotencyRecord, _RECORD_WHERE, [identity.organization.pk, request_id])
-    return found[0] if found else None
-
-
-def _replay(record: IdempotencyRecord, write: _Write) -> dict:
-    if record.tool != write.tool or record.fingerprint != write.fingerprint:
-        raise Conflict("This requestId was already used with other arguments.", ["request_id_reused"])
-    data = record.result["data"]
-    if record.result.get("lease"):
-        data = {**data, "token": leases.token_for(record.result["lease"])}
-    return data
-
-
-# Writes to one run look their requestId up under the run lock (_Write.recheck), so they skip the first look.
-RUN_WRITES = frozenset({"claim", "renew", "submit", "escalate", "decide", "cancel", "send_event"})
-
-
-def _write(identity: Identity, tool: str, arguments: dict, perform, *, lookups=()) -> dict:
-    """Run `perform(write)` in a transaction, once per requestId.
-
-    `lookups` are (SELECT, params) to run with a new write's requestId look, in the same round trip;
-    their rows are on `write.looked_up`.
-    """
-    write = _Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
-    if tool not in RUN_WRITES:
-        found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
-        if found:
-            return _replay(found[0], write)
-    try:
-        # The write's UPDATEs and INSERTs, its record among them, go to the database together.
-        with transaction.atomic(), sql.deferred():
-            outcome: _Outcome = perform(write)
-            if outcome.error is None:
-                stored = {"data": outcome.data}
-                if outcome.lease:
-                    stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
-                sql.insert_later(IdempotencyRecord(
-                    organization=identity.organization,
-                    request_id=write.request_id,
-                    tool=tool,
-                    fingerprint=write.fingerprint,
-                    result=stored,
-                    run=outcome.run,
-                ))
-    except _Replayed as replayed:
-        return replayed.data
-    except IntegrityError:
-        record = _record(identity, write.request_id)
-        if record is None:
-            raise
-        return _replay(record, write)
-    if outcome.error is not None:
-        raise outcome.error
-    return outcome.data
-
-
-def _checked_write(identity: Identity, tool: str, arguments: dict, perform) -> dict:
-    """Run a write that may meet a check (check-1), asking the evaluator between two transactions."""
-    # The first pass stops at the check with NeedsCheck and rolls back; the evaluator is asked with no
-    # lock held; the second pass applies the answer only if the run still shows what the model saw.
-    try:
-        return _write(identity, tool, arguments, functools.partial(perform, answered=None))
-    except evaluation.NeedsCheck as needed:
-        answered = evaluation.evaluate(needed.request)
-    return _write(identity, tool, arguments, functools.partial(perform, answered=answered))
 
 
 # --- lookups ------------------------------------------------------------------------------------
@@ -236,7 +70,7 @@ def _run_pk(run_id: str) -> int:
     return pk
 
 
-def _locked(write: _Write, run_id: str, *, leases: int = 0) -> store.LoadedRun:
+def _locked(write: idempotency.Write, run_id: str, *, leases: int = 0) -> store.LoadedRun:
     """Lock the caller's run for a write; other organizations' runs do not exist here."""
     try:
         txn = engine.load_for_write(
@@ -445,7 +279,7 @@ def _storable_version(number: int) -> bool:
 
 
 def start_run(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         found, *reserved = write.looked_up
         version = store.published_version(found[0][0]) if found else None
         if version is None:
@@ -456,30 +290,30 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         if reserved:
             txn.run.pk = reserved[0][0][0]  # its key came with the lookups: the run's INSERTs join the batch
         engine.flush(txn)
-        return _Outcome(_view(txn), run=txn.run)
+        return idempotency.Outcome(_view(txn), run=txn.run)
 
     number = arguments.get("version")
     if number is not None and not _storable_version(int(number)):
         raise NotFound(f"No published process '{arguments['process']}' version {number} in this organization.")
     published = _published_query(identity, arguments["process"], number)
     run_key = sql.next_ids(Run)
-    return _write(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
+    return idempotency.once(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
 
 
 def claim(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         txn = _locked(write, arguments["runId"], leases=1)
         lease = agent_steps.claim(txn, identity=identity, step_id=arguments["stepId"])
         engine.flush(txn)
         row = txn.steps[arguments["stepId"]]
         token = leases.token_for(lease.public_id)
         data = presenting.claim_result(txn.run, txn.definition, row, token, lease.expires_at)
-        return _Outcome(data, run=txn.run, lease=lease.public_id)
+        return idempotency.Outcome(data, run=txn.run, lease=lease.public_id)
 
-    return _write(identity, "claim", arguments, perform)
+    return idempotency.once(identity, "claim", arguments, perform)
 
 
-def _held(write: _Write, token: str) -> tuple[store.LoadedRun, RunStep]:
+def _held(write: idempotency.Write, token: str) -> tuple[store.LoadedRun, RunStep]:
     """Lock the run a lease token names, with the lease and the requestId look in the same round trip."""
     lease_id = leases.lease_id_from(token)
     txn = None
@@ -501,18 +335,18 @@ def _held(write: _Write, token: str) -> tuple[store.LoadedRun, RunStep]:
 
 
 def renew(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         txn, row = _held(write, arguments["token"])
         lease = agent_steps.renew(txn, row, identity=identity, progress=arguments.get("progress"))
         engine.flush(txn)
         data = {"token": leases.token_for(lease.public_id), "expiresAt": iso(lease.expires_at)}
-        return _Outcome(data, run=txn.run, lease=lease.public_id)
+        return idempotency.Outcome(data, run=txn.run, lease=lease.public_id)
 
-    return _write(identity, "renew", arguments, perform)
+    return idempotency.once(identity, "renew", arguments, perform)
 
 
 def submit(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
+    def perform(write: idempotency.Write, answered: evaluation.Answered | None) -> idempotency.Outcome:
         txn, row = _held(write, arguments["token"])
         try:
             record = agent_steps.accept(
@@ -530,26 +364,26 @@ def submit(identity: Identity, arguments: dict) -> dict:
         except NotAccepted as refused:
             agent_steps.refuse_submission(txn, row, refused)
             engine.flush(txn)
-            return _Outcome({}, error=refused)
+            return idempotency.Outcome({}, error=refused)
         agent_steps.submit(txn, row, identity=identity, record=record, verdict=verdict)
         engine.flush(txn)
-        return _Outcome(_view(txn), run=txn.run)
+        return idempotency.Outcome(_view(txn), run=txn.run)
 
-    return _checked_write(identity, "submit", arguments, perform)
+    return idempotency.once_checked(identity, "submit", arguments, perform)
 
 
 def escalate(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         txn, row = _held(write, arguments["token"])
         agent_steps.escalate(txn, row, identity=identity, note=arguments["note"])
         engine.flush(txn)
-        return _Outcome(_view(txn), run=txn.run)
+        return idempotency.Outcome(_view(txn), run=txn.run)
 
-    return _write(identity, "escalate", arguments, perform)
+    return idempotency.once(identity, "escalate", arguments, perform)
 
 
 def decide(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write, answered: evaluation.Answered | None) -> _Outcome:
+    def perform(write: idempotency.Write, answered: evaluation.Answered | None) -> idempotency.Outcome:
         txn = _locked(write, arguments["runId"])
         try:
             decisions.decide(
@@ -568,31 +402,31 @@ def decide(identity: Identity, arguments: dict) -> dict:
             )
         except NotAccepted as refused:
             engine.flush(txn)  # keeps the task's handoff: the issues, and a failed check's verdict (spec §3.3, check-1 §3)
-            return _Outcome({}, error=refused)
+            return idempotency.Outcome({}, error=refused)
         engine.flush(txn)
-        return _Outcome(_view(txn), run=txn.run)
+        return idempotency.Outcome(_view(txn), run=txn.run)
 
-    return _checked_write(identity, "decide", arguments, perform)
+    return idempotency.once_checked(identity, "decide", arguments, perform)
 
 
 def cancel(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         txn = _locked(write, arguments["runId"])
         engine.cancel(txn, identity=identity, reason=arguments["reason"])
         engine.flush(txn)
-        return _Outcome(_view(txn), run=txn.run)
+        return idempotency.Outcome(_view(txn), run=txn.run)
 
-    return _write(identity, "cancel", arguments, perform)
+    return idempotency.once(identity, "cancel", arguments, perform)
 
 
 def send_event(identity: Identity, arguments: dict) -> dict:
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         txn = _locked(write, arguments["runId"])
         consumed_by = engine.send_event(txn, identity=identity, name=arguments["name"], data=arguments.get("data"))
         engine.flush(txn)
-        return _Outcome({"consumedBy": consumed_by}, run=txn.run)
+        return idempotency.Outcome({"consumedBy": consumed_by}, run=txn.run)
 
-    return _write(identity, "send_event", arguments, perform)
+    return idempotency.once(identity, "send_event", arguments, perform)
 
 
 def upload(identity: Identity, arguments: dict) -> dict:
@@ -613,7 +447,7 @@ def upload(identity: Identity, arguments: dict) -> dict:
     except (binascii.Error, ValueError) as exc:
         raise Invalid("contentBase64 is not valid base64.", ["contentBase64: not valid base64"]) from exc
 
-    def perform(write: _Write) -> _Outcome:
+    def perform(write: idempotency.Write) -> idempotency.Outcome:
         digest = hashlib.sha256(content).hexdigest()
         stored = Upload.objects.create(
             organization=identity.organization,
@@ -625,9 +459,9 @@ def upload(identity: Identity, arguments: dict) -> dict:
             content=content,
             uploaded_by=identity.ref,
         )
-        return _Outcome({"id": stored.public_id, "sha256": digest, "bytes": len(content)})
+        return idempotency.Outcome({"id": stored.public_id, "sha256": digest, "bytes": len(content)})
 
-    return _write(identity, "upload", arguments, perform)
+    return idempotency.once(identity, "upload", arguments, perform)
 
 
 TOOL_FUNCTIONS = {
@@ -647,4 +481,4 @@ TOOL_FUNCTIONS = {
     "list_runs": list_runs,
 }
 
-__all__ = ["TOOL_FUNCTIONS", "WRITE_TOOLS", "Lease", "call_tool", "check_arguments"]
+__all__ = ["TOOL_FUNCTIONS", "call_tool"]

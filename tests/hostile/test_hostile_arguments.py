@@ -135,7 +135,7 @@ def check_envelope(tool: str, status: int, envelope: dict) -> None:
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_hostile_arguments_are_answered_with_the_envelope_on_both_doors(world, tool):
-    from runs.tools import WRITE_TOOLS
+    from runs.arguments import WRITE_TOOLS
 
     rest = Client(HTTP_AUTHORIZATION=f"Bearer {world['token']}")
     mcp = McpClient(Client(), world["token"])

@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from accounts.oauth import create_agent
 from api.mcp_tools import PROPERTY_DESCRIPTIONS
 from processes.capabilities import TOOLS
-from runs.tools import WRITE_TOOLS, argument_schema
+from runs.arguments import WRITE_TOOLS, argument_schema
 from tests.mcp import (
     APPROVAL,
     MCP_VERSIONS,

@@ -1,0 +1,136 @@
+"""Every write is done once per requestId (spec §4): its result is recorded with it, and a replay returns it.
+
+A write runs in one transaction; a write to a run looks its requestId up again under the run's lock,
+so a concurrent twin that committed first is found and its result returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+
+from accounts.identity import Identity
+from base import sql
+
+from . import evaluation, leases
+from .canonical import canonical_json
+from .errors import Conflict, ToolError
+from .models import IdempotencyRecord, Run
+
+
+class Replayed(Exception):
+    def __init__(self, data: dict):
+        self.data = data
+
+
+@dataclass
+class Write:
+    identity: Identity
+    tool: str
+    request_id: str
+    fingerprint: str
+    looked_up: list = field(default_factory=list)
+
+    def record_query(self) -> tuple:
+        """The `sql.select_many` query for this requestId's record, to run with the write's first reads."""
+        return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.pk, self.request_id], "")
+
+    def recheck(self, found: list) -> None:
+        """Call with the run locked: a concurrent twin may have committed while this one waited."""
+        if found and self.replays:
+            raise Replayed(_replay(found[0], self))
+
+    @property
+    def replays(self) -> bool:
+        """Whether a recorded result may answer this call: never an agent's decide, which is always
+        refused (spec §6 rule 4), even with the requestId of a person's decision."""
+        return self.tool != "decide" or self.identity.is_human
+
+
+@dataclass
+class Outcome:
+    data: dict
+    run: Run | None = None
+    lease: str | None = None
+    error: ToolError | None = None
+
+
+def _fingerprint(identity: Identity, tool: str, arguments: dict) -> str:
+    payload = {"tool": tool, "by": identity.ref, "arguments": {k: v for k, v in arguments.items() if k != "requestId"}}
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
+
+
+_RECORD_WHERE = "t.organization_id = %s AND t.request_id = %s"
+
+
+def _record(identity: Identity, request_id: str) -> IdempotencyRecord | None:
+    found = sql.select(IdempotencyRecord, _RECORD_WHERE, [identity.organization.pk, request_id])
+    return found[0] if found else None
+
+
+def _replay(record: IdempotencyRecord, write: Write) -> dict:
+    if record.tool != write.tool or record.fingerprint != write.fingerprint:
+        raise Conflict("This requestId was already used with other arguments.", ["request_id_reused"])
+    data = record.result["data"]
+    if record.result.get("lease"):
+        data = {**data, "token": leases.token_for(record.result["lease"])}
+    return data
+
+
+# Writes to one run look their requestId up under the run lock (_Write.recheck), so they skip the first look.
+RUN_WRITES = frozenset({"claim", "renew", "submit", "escalate", "decide", "cancel", "send_event"})
+
+
+def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=()) -> dict:
+    """Run `perform(write)` in a transaction, once per requestId.
+
+    `lookups` are (SELECT, params) to run with a new write's requestId look, in the same round trip;
+    their rows are on `write.looked_up`.
+    """
+    write = Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
+    if tool not in RUN_WRITES:
+        found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
+        if found:
+            return _replay(found[0], write)
+    try:
+        # The write's UPDATEs and INSERTs, its record among them, go to the database together.
+        with transaction.atomic(), sql.deferred():
+            outcome: Outcome = perform(write)
+            if outcome.error is None:
+                stored = {"data": outcome.data}
+                if outcome.lease:
+                    stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
+                sql.insert_later(IdempotencyRecord(
+                    organization=identity.organization,
+                    request_id=write.request_id,
+                    tool=tool,
+                    fingerprint=write.fingerprint,
+                    result=stored,
+                    run=outcome.run,
+                ))
+    except Replayed as replayed:
+        return replayed.data
+    except IntegrityError:
+        record = _record(identity, write.request_id)
+        if record is None:
+            raise
+        return _replay(record, write)
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.data
+
+
+def once_checked(identity: Identity, tool: str, arguments: dict, perform) -> dict:
+    """Run a write that may meet a check (check-1), asking the evaluator between two transactions."""
+    # The first pass stops at the check with NeedsCheck and rolls back; the evaluator is asked with no
+    # lock held; the second pass applies the answer only if the run still shows what the model saw.
+    try:
+        return once(identity, tool, arguments, functools.partial(perform, answered=None))
+    except evaluation.NeedsCheck as needed:
+        answered = evaluation.evaluate(needed.request)
+    return once(identity, tool, arguments, functools.partial(perform, answered=answered))
+
+
