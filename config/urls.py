@@ -14,7 +14,6 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("", include("accounts.urls")),
     path("", include("work.urls")),
-    path("", include("processes.urls")),
 ]
 
 if os.environ.get("BENCH_FLOOR"):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import catalogue, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,4 +10,6 @@ urlpatterns = [
     path("runs/", views.runs_page, name="runs"),
     path("runs/<str:run_id>/", views.run_page, name="run"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="run-cancel"),
+    path("processes/", catalogue.catalogue, name="processes"),
+    path("processes/<str:name>/", catalogue.start, name="process-start"),
 ]

@@ -12,9 +12,10 @@ from processes.definition import definition_for
 from processes.models import ProcessVersion
 from runs.errors import Invalid, ToolError
 from runs.tools import call_tool
-from work.forms import controls_for, read_values, sort_issues
-from work.maps import process_map, step_title
-from work.views import new_request_id, person_page, refused, request_id
+
+from .forms import controls_for, read_values, sort_issues
+from .maps import process_map, step_title
+from .views import new_request_id, person_page, refused, request_id
 
 
 @require_http_methods(["GET", "HEAD"])

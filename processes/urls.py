@@ -1,8 +1,0 @@
-from django.urls import path
-
-from . import views
-
-urlpatterns = [
-    path("processes/", views.catalogue, name="processes"),
-    path("processes/<str:name>/", views.start, name="process-start"),
-]
