@@ -48,11 +48,12 @@ class SameOriginSessionAuthentication(SessionAuthentication):
     """Authenticate a signed-in person's browser session, CSRF-checked, as their human identity."""
 
     def authenticate(self, request):
-        user = getattr(request._request, "user", None)
-        if not user or not user.is_active:
+        # DRF's own session check: the signed-in, active user, CSRF enforced (Django's check also
+        # refuses an Origin header that is not this site or a trusted origin).
+        found = super().authenticate(request)
+        if found is None:
             return None
-        # Django's CSRF check also refuses an Origin header that is not this site or a trusted origin.
-        self.enforce_csrf(request)
+        user, _ = found
         identity = Identity.for_user(user)
         if identity is None:
             raise AuthenticationFailed(

@@ -229,10 +229,11 @@ def read_path(data: dict, path: str):
 
 
 def _bindings(txn: LoadedRun) -> dict[str, int]:
-    cache = getattr(txn.run.version, "_bindings", None)
+    # A published version's bindings never change: kept on the version this process has cached.
+    cache = getattr(txn.run.version, "bound_groups", None)
     if cache is None:
         cache = dict(RoleBinding.objects.filter(version=txn.run.version).values_list("role", "group_id"))
-        txn.run.version._bindings = cache
+        txn.run.version.bound_groups = cache
     return cache
 
 
