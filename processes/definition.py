@@ -6,13 +6,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from processes.kinds import OUTPUT_KINDS, PERSON_KINDS, StepKind
 from processes.parsing import parse_process
 from processes.validation import parse_duration
 
 JOIN = "join"
-PERSON_KINDS = ("task", "approve")
-WAIT_KINDS = ("wait", "wait_until", "wait_for")
-KINDS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish", "parallel")
 
 
 def duration_seconds(text: str | None) -> int | None:
@@ -56,9 +54,9 @@ class StepDef:
     def requirements(self) -> dict:
         """The step's requirements exactly as `claim.step` and work items give them (tools.md)."""
         return {
-            "output": self.output if self.kind in ("agent", "task") else None,
+            "output": self.output if self.kind in OUTPUT_KINDS else None,
             "evidence": list(self.evidence)
-            if self.evidence is not None and self.kind in ("agent", "task")
+            if self.evidence is not None and self.kind in OUTPUT_KINDS
             else None,
             "next": [dict(route) for route in self.routes] if self.routes else None,
         }
@@ -98,7 +96,7 @@ def compile_definition(frontmatter: dict, body: str = "") -> Definition:
     ids = [raw["id"] for raw in raw_steps]
     compiled: list[StepDef] = []
     for index, raw in enumerate(raw_steps):
-        kind = next(key for key in KINDS if key in raw)
+        kind = next(key for key in StepKind if key in raw)
         nxt = raw.get("next")
         routes = None
         if isinstance(nxt, list):
@@ -113,7 +111,7 @@ def compile_definition(frontmatter: dict, body: str = "") -> Definition:
                 index=index,
                 kind=kind,
                 value=raw[kind],
-                output=raw.get("output") if kind in ("agent", "task") else None,
+                output=raw.get("output") if kind in OUTPUT_KINDS else None,
                 evidence=tuple(evidence) if evidence is not None else None,
                 routes=routes,
                 next=nxt,

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from processes.kinds import CORE_KINDS, OUTPUT_KINDS, PERSON_KINDS, WAIT_KINDS, WORK_KINDS, StepKind
 from processes.wording import kind as _kind
 from processes.wording import show as _show
 
@@ -27,7 +28,7 @@ NAME_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 STEP_ID_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,63}\Z")
 DURATION_PATTERN = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
 
-KIND_KEYS = ("agent", "task", "approve", "wait", "wait_until", "wait_for", "finish")
+KIND_KEYS = CORE_KINDS
 FIELD_TYPES = ("string", "number", "boolean", "date", "datetime", "list", "object", "person")
 
 PARALLEL_PROFILE = "parallel-1"
@@ -61,7 +62,7 @@ TOP_LEVEL_KEYS = ("name", "description", "inputs", "steps", "requires")
 FIELD_KEYS = ("type", "description", "optional", "one_of", "items")
 ROUTE_KEYS = ("to", "when")
 QUESTION_KEYS = ("ask", "pass", "fail", "one_of", "unsure", "levels", "confidence")
-PARALLEL_KIND = "parallel"
+PARALLEL_KIND = StepKind.PARALLEL
 _ALL_KINDS = (*KIND_KEYS, PARALLEL_KIND)
 STEP_KEYS = (
     "id",
@@ -80,16 +81,16 @@ STEP_KEYS = (
 
 # Spec §2.2, optional keys: which kinds each key applies to.
 _APPLIES_TO = {
-    "output": ("agent", "task"),
-    "evidence": ("agent", "task"),
-    "next": ("agent", "task", "approve", "wait", "wait_until", "wait_for", PARALLEL_KIND),
-    "person": ("task", "approve"),
-    "on_reject": ("approve",),
-    "due": ("agent", "task", "approve"),
-    "timeout": ("wait_for",),
-    "on_timeout": ("wait_for",),
-    "check": ("agent", "task"),
-    "advisory": ("agent", "task"),
+    "output": OUTPUT_KINDS,
+    "evidence": OUTPUT_KINDS,
+    "next": (*WORK_KINDS, *WAIT_KINDS, StepKind.PARALLEL),
+    "person": PERSON_KINDS,
+    "on_reject": (StepKind.APPROVE,),
+    "due": WORK_KINDS,
+    "timeout": (StepKind.WAIT_FOR,),
+    "on_timeout": (StepKind.WAIT_FOR,),
+    "check": OUTPUT_KINDS,
+    "advisory": OUTPUT_KINDS,
 }
 _CHECK_KEYS = ("check", "advisory")
 _ONE_OF_TYPES = ("string", "number", "boolean")
@@ -411,7 +412,7 @@ def _check_step(ctx: _Context, index: int, step: object) -> None:
             ctx.add(f"{place}.{key}", _not_applicable(key, kind))
             continue
         _check_optional_value(ctx, place, step, key, kind)
-    if kind in ("task", "approve") and "person" not in step:
+    if kind in PERSON_KINDS and "person" not in step:
         ctx.add(f"{place}.person", f"required on {kind} steps")
 
 
@@ -485,7 +486,7 @@ def _check_kind_value(ctx: _Context, place: str, step: dict, kind: str) -> None:
     """Check the value of the kind key."""
     value = step[kind]
     where = f"{place}.{kind}"
-    if kind in ("agent", "task"):
+    if kind in OUTPUT_KINDS:
         if not _is_text(value):
             ctx.add(where, _text_issue(value, "the instructions, a non-empty string"))
     elif kind == "approve":
@@ -500,7 +501,7 @@ def _check_kind_value(ctx: _Context, place: str, step: dict, kind: str) -> None:
         issue = _path_issue(ctx, value, "datetime")
         if issue:
             ctx.add(where, issue)
-    elif kind == "wait_for":
+    elif kind == StepKind.WAIT_FOR:
         if not isinstance(value, str) or not STEP_ID_PATTERN.match(value):
             ctx.add(
                 where,
@@ -587,7 +588,7 @@ def _check_next(ctx: _Context, place: str, value: object, kind: str | None) -> N
     if not isinstance(value, list):
         ctx.add(place, f"must be a step id or a list of routes, not {_kind(value)}")
         return
-    if kind is not None and kind not in ("agent", "task"):
+    if kind is not None and kind not in OUTPUT_KINDS:
         ctx.add(place, f"a list of routes is allowed only on agent and task steps, not on {kind} steps")
     if len(value) < 2:
         ctx.add(place, "a list of routes needs two or more routes")

@@ -10,6 +10,7 @@ import datetime as dt
 from django.conf import settings
 
 from accounts.identity import Identity
+from processes.kinds import StepKind
 
 from . import evaluation, leases
 from .acceptance import check_submission
@@ -34,7 +35,7 @@ def claim(txn: LoadedRun, *, identity: Identity, step_id: str) -> Lease:
     row = txn.steps.get(step_id)
     if row is None:
         raise NotFound(f"Run {txn.run.public_id} has no step '{step_id}'.")
-    if txn.definition[step_id].kind != "agent":
+    if txn.definition[step_id].kind != StepKind.AGENT:
         raise Forbidden(f"Step '{step_id}' is not an agent step; people complete it with decide.")
     if identity.is_human:
         raise Forbidden("Only an agent claims steps; a person decides work items.")

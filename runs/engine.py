@@ -17,6 +17,7 @@ from accounts.identity import Identity
 from accounts.models import User
 from base import sql
 from processes.definition import JOIN, StepDef, definition_for, duration_seconds
+from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
 from processes.validation import STEP_ID_PATTERN
 
@@ -135,7 +136,7 @@ def clear_claim(row: RunStep) -> None:
 def _wake(txn: LoadedRun, row: RunStep) -> None:
     step = txn.definition[row.step_id]
     row.wake_at = None
-    if step.kind == "wait_for":
+    if step.kind == StepKind.WAIT_FOR:
         complete(txn, row, {"by": SERVER, "at": iso(txn.now)}, step.on_timeout)
     else:
         complete(txn, row, {"by": SERVER, "at": iso(txn.now)}, step.next)
@@ -162,12 +163,12 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
     row.went_to = None
     row.wake_at = None
     txn.touch(row)
-    if step.kind == "finish":
+    if step.kind == StepKind.FINISH:
         set_state(txn, row, StepState.DONE)
         row.done_seq = row.ready_seq
         end_run(txn, state=RunState.ENDED, outcome=step.value, by=SERVER, note=None)
         return
-    if step.kind in ("agent", "task", "approve"):
+    if step.kind in WORK_KINDS:
         row.attempt += 1
         row.ready_since = now
         row.handoff = None
@@ -176,15 +177,15 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
         row.overdue = False
         row.overdue_noticed = False
         row.due_at = now + dt.timedelta(seconds=step.due_seconds) if step.due_seconds else None
-    if step.kind == "agent":
+    if step.kind == StepKind.AGENT:
         set_state(txn, row, StepState.READY)
     elif step.is_person:
         set_state(txn, row, StepState.WAITING)
         open_person_item(txn, step, row)
-    elif step.kind == "wait":
+    elif step.kind == StepKind.WAIT:
         set_state(txn, row, StepState.WAITING)
         row.wake_at = now + dt.timedelta(seconds=parse_wait(step.value))
-    elif step.kind == "wait_until":
+    elif step.kind == StepKind.WAIT_UNTIL:
         value = read_path(txn.run.data, step.value)
         moment = parse_datetime(value)
         if moment is None:
@@ -196,7 +197,7 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
             complete(txn, row, {"by": SERVER, "at": iso(now)}, step.next)
         else:
             row.wake_at = moment
-    elif step.kind == "wait_for":
+    elif step.kind == StepKind.WAIT_FOR:
         set_state(txn, row, StepState.WAITING)
         held = None if not txn.run.holds_events else (
             Event.objects.filter(run=txn.run, name=step.value, consumed_by__isnull=True, discarded=False)
@@ -208,7 +209,7 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
             consume_event(txn, row, held)
         elif step.timeout_seconds:
             row.wake_at = now + dt.timedelta(seconds=step.timeout_seconds)
-    elif step.kind == "parallel":
+    elif step.kind == StepKind.PARALLEL:
         set_state(txn, row, StepState.WAITING)
         for entry in step.entries:
             reach(txn, entry)
@@ -272,7 +273,7 @@ def open_escalation_item(txn: LoadedRun, row: RunStep, escalation: dict) -> None
         organization_id=txn.run.organization_id,
         run=txn.run,
         step=row,
-        kind="agent",
+        kind=StepKind.AGENT,
         for_operators=True,
         escalation=escalation,
         created_at=txn.now,
@@ -508,7 +509,7 @@ def deliver_event(txn: LoadedRun, event: Event) -> str | None:
         row
         for row in txn.steps.values()
         if row.state == StepState.WAITING
-        and txn.definition[row.step_id].kind == "wait_for"
+        and txn.definition[row.step_id].kind == StepKind.WAIT_FOR
         and txn.definition[row.step_id].value == event.name
     ]
     if not waiting:

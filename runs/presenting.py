@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from processes.definition import Definition
+from processes.kinds import StepKind
 
 from .canonical import iso, snapshot_of
 from .decisions import DECISIONS
@@ -63,7 +64,7 @@ def work_item(run: Run, definition: Definition, item, row: RunStep, snapshot: st
             "decisions": list(DECISIONS[item.kind]),
         },
     }
-    if item.kind == "approve":
+    if item.kind == StepKind.APPROVE:
         view.update(output=None, evidence=None, next=None)
     if run.mode == "test":
         view["mode"] = "test"

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from base import sql
 from processes.definition import Definition, definition_for
+from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
 from . import notices
@@ -65,7 +66,7 @@ class LoadedRun:
 def may_have_items(steps) -> bool:
     """Whether any step as loaded could hold an open work item: a waiting person step or an escalation."""
     return any(
-        row.state == StepState.WAITING and (row.kind in ("task", "approve") or row.escalation) for row in steps
+        row.state == StepState.WAITING and (row.kind in PERSON_KINDS or row.escalation) for row in steps
     )
 
 

@@ -21,6 +21,7 @@ from accounts.identity import Identity
 from base import sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
+from processes.kinds import StepKind
 from processes.models import Process, ProcessVersion
 
 from . import (
@@ -196,7 +197,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         f"SELECT {sql.columns(RunStep, 't')} FROM {connection.ops.quote_name(RunStep._meta.db_table)} t"
         " WHERE t.organization_id = %s AND t.kind = %s AND t.state = %s"
     )
-    params: list = [identity.organization.pk, "agent", StepState.READY]
+    params: list = [identity.organization.pk, StepKind.AGENT, StepState.READY]
     if arguments.get("process"):
         statement += " AND t.process_name = %s"
         params.append(arguments["process"])

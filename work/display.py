@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from accounts.models import Agent, Group, User
 from processes.definition import Definition
+from processes.kinds import StepKind
 from runs.canonical import iso
 from runs.models import Upload
 
@@ -115,7 +116,7 @@ def rejection_notes(definition: Definition, data: dict, step_id: str) -> list[di
     notes = []
     for step in definition.steps:
         record = data.get("steps", {}).get(step.id) or {}
-        if step.kind == "approve" and step.on_reject == step_id and record.get("decision") == "rejected":
+        if step.kind == StepKind.APPROVE and step.on_reject == step_id and record.get("decision") == "rejected":
             notes.append({"step": step.id, "title": step_title(step.id), **record})
     return notes
 
@@ -128,9 +129,9 @@ def _verb(kind: str, record: dict) -> tuple[str, str]:
         return "rejected", "bad"
     if decision == "failed":
         return "failed the run at", "bad"
-    if kind in ("wait", "wait_until"):
+    if kind in (StepKind.WAIT, StepKind.WAIT_UNTIL):
         return "finished waiting at", "info"
-    if kind == "wait_for":
+    if kind == StepKind.WAIT_FOR:
         return "received the event for", "info"
     return "completed", "ok"
 

@@ -7,6 +7,7 @@ from collections import Counter
 from django.db.models import Count
 
 from accounts.identity import Identity
+from processes.kinds import StepKind
 from runs.assignments import AssignedItems, assigned_parts
 from runs.models import OVERDUE_NOW, Notification, Run, RunStep, StepState, WorkItem, WorkItemState
 
@@ -55,7 +56,7 @@ def overdue_work(identity: Identity, *, limit: int = 50) -> tuple[list, list]:
         .select_related("run__version", "step", "assigned_group")
         .order_by("step__due_at", "pk")[:limit]
     ) if waiting else []
-    steps = list(late.filter(kind="agent", state__in=(StepState.READY, StepState.CLAIMED)).order_by("due_at", "pk")[:limit])
+    steps = list(late.filter(kind=StepKind.AGENT, state__in=(StepState.READY, StepState.CLAIMED)).order_by("due_at", "pk")[:limit])
     for row in steps:  # what the page shows of the run, which the step carries
         row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
                       version_id=row.version_id, mode=row.mode)

@@ -14,6 +14,7 @@ from html import escape
 from itertools import pairwise
 
 from processes.definition import JOIN, Definition
+from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
 
 NODE_W = 188
 NODE_H = 66
@@ -81,15 +82,15 @@ def _caption(step) -> str:
 
 def _detail(step) -> str:
     """Return the third line of a step's box: who does it, how long it waits, or how it ends."""
-    if step.kind in ("task", "approve") and step.person:
+    if step.kind in PERSON_KINDS and step.person:
         if step.person == "initiator":
             return "the person who started it"
         return f"person in {step.person}" if "." in step.person else step.person
-    if step.kind in ("wait", "wait_for", "wait_until"):
+    if step.kind in WAIT_KINDS:
         return str(step.value)
-    if step.kind == "finish":
+    if step.kind == StepKind.FINISH:
         return f"outcome: {step.value}"
-    if step.kind == "parallel":
+    if step.kind == StepKind.PARALLEL:
         return f"{len(step.entries)} branches"
     return ""
 
@@ -116,22 +117,22 @@ def _graph(definition: Definition) -> tuple[dict[str, _Node], list[_Edge]]:
         return join
 
     for step in definition.steps:
-        if step.kind == "finish":
+        if step.kind == StepKind.FINISH:
             continue
-        if step.kind == "parallel":
+        if step.kind == StepKind.PARALLEL:
             edges.extend(_Edge(step.id, entry, style="fork") for entry in step.entries)
             continue
         if step.routes:
             edges.extend(_Edge(step.id, target(r["to"], step), r.get("when")) for r in step.routes)
         elif step.next:
             edges.append(_Edge(step.id, target(step.next, step)))
-        if step.kind == "wait_for" and step.timeout_seconds and step.on_timeout and step.on_timeout != step.next:
+        if step.kind == StepKind.WAIT_FOR and step.timeout_seconds and step.on_timeout and step.on_timeout != step.next:
             edges.append(_Edge(step.id, target(step.on_timeout, step), "on timeout", style="timeout"))
         if step.on_reject:
             edges.append(_Edge(step.id, step.on_reject, "on reject", style="reject"))
     # A parallel step continues from its join bar once every branch has finished.
     for step in definition.steps:
-        if step.kind == "parallel" and step.next:
+        if step.kind == StepKind.PARALLEL and step.next:
             source = _join_id(step.id) if _join_id(step.id) in nodes else step.id
             edges.append(_Edge(source, step.next))
     return nodes, edges
@@ -304,7 +305,7 @@ def _node_svg(node: _Node) -> str:
             f'<g class="map-join"><title>{label}</title>'
             f'<rect x="{node.x:.1f}" y="{node.y:.1f}" width="{node.width}" height="{node.height}" rx="5"/></g>'
         )
-    shape_rx = NODE_H / 2 if node.kind == "finish" else 10
+    shape_rx = NODE_H / 2 if node.kind == StepKind.FINISH else 10
     parts = [
         f'<g class="map-step kind-{escape(node.kind)} state-{css}" data-step="{escape(node.id)}">',
         f"<title>{label}</title>",
@@ -316,8 +317,8 @@ def _node_svg(node: _Node) -> str:
             f'<rect class="map-accent" x="{node.x + 1:.1f}" y="{node.y + 10:.1f}" width="4" '
             f'height="{node.height - 20}" rx="2"/>'
         )
-    text_x = node.x + (node.width / 2 if node.kind == "finish" else 16)
-    anchor = ' text-anchor="middle"' if node.kind == "finish" else ""
+    text_x = node.x + (node.width / 2 if node.kind == StepKind.FINISH else 16)
+    anchor = ' text-anchor="middle"' if node.kind == StepKind.FINISH else ""
     title = node.title if len(node.title) <= 21 else node.title[:20] + "…"
     detail = node.detail if len(node.detail) <= 25 else node.detail[:24] + "…"
     parts.append(
