@@ -49,20 +49,12 @@ def set_state(txn: LoadedRun, row: RunStep, state: str | None) -> None:
 # --- loading and saving -------------------------------------------------------------------------
 
 
-def load_for_write(
-    run_id: int | None,
-    *,
-    organization=None,
-    lease_id: str | None = None,
-    now: dt.datetime | None = None,
-    also=(),
-    leases: int = 0,
-) -> LoadedRun:
+def load_for_write(run_id: int | None, **how) -> LoadedRun:
     """Lock the run row, load its steps and apply what time has made due; needs an open transaction.
 
-    The arguments are store.load's.
+    `how` is what store.load takes besides the run's key: the organization, a lease, more queries.
     """
-    txn = store.load(run_id, organization=organization, lease_id=lease_id, now=now, also=also, leases=leases)
+    txn = store.load(run_id, **how)
     if not txn.run.is_over:
         apply_time(txn)
     return txn
