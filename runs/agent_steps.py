@@ -58,7 +58,6 @@ def _issue_lease(txn: LoadedRun, row: RunStep, identity: Identity) -> Lease:
     row.lease = lease
     row.lease_expires_at = expires
     row.claimed_by = identity.ref
-    txn.touch(row)
     return lease
 
 
@@ -137,7 +136,6 @@ def refuse_submission(txn: LoadedRun, row: RunStep, refused: NotAccepted) -> Non
     row.handoff = {**(row.handoff or {}), "issues": refused.issues}
     if isinstance(refused, evaluation.CheckFailed):
         row.handoff["check"] = refused.verdict
-    txn.touch(row)
 
 
 def check_verdict(

@@ -40,10 +40,10 @@ from .transitions import move
 
 SERVER = "server"
 
+
 def set_state(txn: LoadedRun, row: RunStep, state: str | None) -> None:
     """Change a step's state through its transition table (runs.transitions); anything else is a bug."""
     move(row, state)
-    txn.touch(row)
 
 
 # --- loading and saving -------------------------------------------------------------------------
@@ -107,7 +107,6 @@ def apply_time(txn: LoadedRun) -> None:
             if not row.overdue_noticed:
                 row.overdue_noticed = True
                 txn.notices.append((row.step_id, row.attempt))
-            txn.touch(row)
     drain(txn)
 
 
@@ -154,7 +153,6 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
     row.ready_seq = txn.next_seq()
     row.went_to = None
     row.wake_at = None
-    txn.touch(row)
     if step.kind == StepKind.FINISH:
         set_state(txn, row, StepState.DONE)
         row.done_seq = row.ready_seq

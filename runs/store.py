@@ -31,7 +31,6 @@ class LoadedRun:
     definition: Definition
     steps: dict[str, RunStep]
     now: dt.datetime
-    dirty: set[str] = field(default_factory=set)
     queue: deque = field(default_factory=deque)
     new_leases: list[Lease] = field(default_factory=list)
     _items: list | None = None
@@ -53,10 +52,6 @@ class LoadedRun:
     def loaded_items(self) -> list:
         """The work items this write read (and so may have changed); none when it read none."""
         return [item for item in (self._items or []) if item.pk is not None]
-
-
-    def touch(self, row: RunStep) -> None:
-        self.dirty.add(row.step_id)
 
     def next_seq(self) -> int:
         self.run.seq += 1
