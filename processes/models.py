@@ -16,6 +16,7 @@ class Process(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "processes"
         ordering = ["organization", "name"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "name"], name="process_name_unique_in_org")

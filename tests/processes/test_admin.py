@@ -212,3 +212,11 @@ def test_accounts_admin_and_no_auth_groups(admin_client, org):
     person = User.objects.get(email="new.person@example.com")
     assert person.check_password("a-Long-test-passw0rd")
     assert admin_client.get(reverse("admin:accounts_user_change", args=[person.pk])).status_code == 200
+
+
+def test_the_admin_index_names_each_section_once_and_spells_processes(admin_client):
+    # issue: the people's first day: "Processs", and two sections both called "Accounts".
+    page = admin_client.get(reverse("admin:index")).content.decode()
+    assert "Processs" not in page and ">Processes<" in page
+    assert page.count(">Accounts<") <= 1
+    assert "Organizations, people and agents" in page

@@ -55,6 +55,8 @@ def ago(value):
         return ""
     now = timezone.now()
     if moment > now:
+        if moment - now < dt.timedelta(minutes=1):
+            return "in under a minute"  # not "in 0 minutes" with seconds still to go
         # "in 1 day, 23 hours" beyond a day, plain "in 5 hours" within one: precise where it matters.
         return f"in {timeuntil(moment, now, depth=2 if moment - now >= dt.timedelta(days=1) else 1)}"
     text = timesince(moment, now, depth=1)
