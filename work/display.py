@@ -16,6 +16,7 @@ from processes.kinds import StepKind
 from runs.canonical import iso
 from runs.models import Upload
 
+from .forms import field_label
 from .maps import step_title
 
 SERVER = "server"
@@ -174,9 +175,9 @@ def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
         if run["state"] == "cancelled":
             what = "cancelled the run"
         elif run.get("outcome") in ("failed", "rejected"):
-            what = f"ended the run: {run['outcome']}"
+            what = f"ended the run: {field_label(run['outcome']).lower()}"
         else:
-            what = f"Finished with outcome “{run.get('outcome')}”"
+            what = f"Finished: {field_label(run.get('outcome') or '')}"
         by = None if ended.get("by") == SERVER else ended.get("by")
         entries.append({"at": ended.get("at"), "by": by, "what": what, "step": None,
                         "tone": "ok" if run["state"] == "ended" and run.get("outcome") not in ("failed", "rejected")

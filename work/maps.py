@@ -16,6 +16,8 @@ from itertools import pairwise
 from processes.definition import JOIN, Definition
 from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
 
+from .forms import field_label
+
 NODE_W = 188
 NODE_H = 66
 DUMMY_W = 28
@@ -89,7 +91,7 @@ def _detail(step) -> str:
     if step.kind in WAIT_KINDS:
         return str(step.value)
     if step.kind == StepKind.FINISH:
-        return f"outcome: {step.value}"
+        return f"outcome: {field_label(str(step.value)).lower()}"
     if step.kind == StepKind.PARALLEL:
         return f"{len(step.entries)} branches"
     return ""

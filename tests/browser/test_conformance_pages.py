@@ -45,7 +45,7 @@ def test_supplier_rfp_through_the_pages(publish, agent, make_person, new_page, t
     page.goto("/processes/")
     page.get_by_role("link", name="Start…").nth(0).click()
     wait_path(page, "/processes/supplier-rfp/")
-    page.get_by_label(re.compile("^Rfp id")).fill("RFP-2026-014")
+    page.get_by_label(re.compile("^RFP ID")).fill("RFP-2026-014")
     page.get_by_label(re.compile("^Requirements")).fill("40 ergonomic chairs, delivered by March.")
     page.get_by_label(re.compile("^Supplier one")).fill("Northwind")
     page.get_by_label(re.compile("^Supplier two")).fill("Contoso")
@@ -93,7 +93,7 @@ def test_supplier_rfp_through_the_pages(publish, agent, make_person, new_page, t
                evidence=[{"kind": "link", "ref": "https://sourcing.example.com/records/SRC-8812"}])
 
     page.goto(f"/runs/{run_id}/")
-    assert page.get_by_text("Ended with outcome “selected”").is_visible()
+    assert page.get_by_text("Ended with outcome “Selected”").is_visible()
     view = call_tool(buyer, "get_run", {"runId": run_id})
     assert view["run"]["state"] == "ended" and view["run"]["outcome"] == "selected"
     quotes = view["data"]["steps"]["collect_quotes"]
@@ -113,7 +113,7 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     page = new_page()
     sign_in(page, employee)
     page.goto("/processes/expense-reimbursement/")
-    page.get_by_label(re.compile("^Claim id")).fill("EXP-3301")
+    page.get_by_label(re.compile("^Claim ID")).fill("EXP-3301")
     page.get_by_label(re.compile("^Manager")).fill(manager.email)
     page.get_by_role("button", name="Start run").click()
     page.wait_for_url(re.compile(r".*/runs/r_\d+/$"))
@@ -121,7 +121,7 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
 
     open_work(page, "Receipts")
     page.get_by_label(re.compile("^Purpose")).fill("Client visit in Rotterdam: taxi and lunch.")
-    page.get_by_label(re.compile("^Total usd")).fill("86.40")
+    page.get_by_label(re.compile("^Total USD")).fill("86.40")
     page.get_by_label(re.compile("^Lines")).fill(
         '[{"merchant": "RTM Taxi", "date": "2026-02-03", "amountUsd": 41.4},'
         ' {"merchant": "Cafe Dudok", "date": "2026-02-03", "amountUsd": 45}]'
@@ -148,13 +148,13 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     sign_in(clerk, payables)
     open_work(clerk, "Reimburse")
     clerk.get_by_label(re.compile("^Payment reference")).fill("PAY-55190")
-    clerk.get_by_label(re.compile("^Paid usd")).fill("86.40")
+    clerk.get_by_label(re.compile("^Paid USD")).fill("86.40")
     clerk.get_by_label("Links or document numbers, one per line").fill("https://bank.example.com/payments/PAY-55190")
     clerk.get_by_role("button", name="Complete task").click()
     wait_path(clerk, "/inbox/")
 
     clerk.goto(f"/runs/{run_id}/")
-    assert clerk.get_by_text("Ended with outcome “reimbursed”").is_visible()
+    assert clerk.get_by_text("Ended with outcome “Reimbursed”").is_visible()
     view = call_tool(employee, "get_run", {"runId": run_id})
     assert view["run"]["outcome"] == "reimbursed"
     steps = view["data"]["steps"]

@@ -110,7 +110,9 @@ def test_issues_are_placed_beside_their_fields():
 
 
 def test_field_labels_are_words():
-    assert field_label("totalUsd") == "Total usd"
+    assert field_label("totalUsd") == "Total USD"
     assert field_label("needed_by") == "Needed by"
-    assert field_label("rfpId") == "Rfp id"
+    assert field_label("rfpId") == "RFP ID"
+    assert field_label("refund_settled_and_reconciled") == "Refund settled and reconciled"
+    assert field_label("idle") == "Idle"  # a word that starts like one is not one
     assert field_label("URL") == "URL"

@@ -127,3 +127,29 @@ def test_form_fields_helper_reads_hidden_inputs(purchase, browser_of):
     view = purchase()
     html = browser_of(purchase.people["buyer"]).get(f"/inbox/{open_item(view)['id']}/").content.decode()
     assert set(form_fields(html, "fail")) == {"csrfmiddlewaretoken", "snapshot", "seen", "requestId"}
+
+
+SETTLED = """---
+name: settled
+description: One agent step that ends in a long outcome.
+steps:
+  - id: work
+    agent: Settle it.
+  - id: done
+    finish: refund_settled_and_reconciled
+---
+"""
+
+
+def test_an_outcome_reads_in_words(publish, agent, make_person, browser_of):
+    # issue: the people's first day: raw outcomes (`refund_settled_and_reconciled`) on the pages.
+    publish(SETTLED)
+    operator = make_person("op@example.com", operator=True)
+    run_id = agent.write("start_run", process="settled", inputs={})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="work")["token"]
+    agent.write("submit", token=token, output={}, summary="Settled.")
+    client = browser_of(operator)
+    for page in (f"/runs/{run_id}/", "/runs/"):
+        html = client.get(page).content.decode()
+        assert "Refund settled and reconciled" in html, page
+        assert "refund_settled_and_reconciled" not in html, page
