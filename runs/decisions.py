@@ -13,6 +13,13 @@ from .errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale
 from .models import WorkItem, public_pk
 from .store import LoadedRun
 
+# What a note must say when a decision needs one.
+NOTE_ASKS = {
+    "rejected": "say why you reject it",
+    "failed": "say why it fails",
+    "returned": "say what the agent is to do again",
+}
+
 DECISIONS = {
     "task": ("completed", "failed"),
     "approve": ("approved", "rejected", "failed"),
@@ -55,7 +62,7 @@ def decide(
         problems += [f"{name}: only with completed" for name, value in (("next", next_step), ("reason", reason),
                      ("output", output), ("evidence", evidence), ("summary", summary)) if value is not None]
         if decision != "approved" and not (note or "").strip():
-            problems.append(f"note: required with {decision}")
+            problems.append(f"note: required: {NOTE_ASKS.get(decision, 'say why')}")
     elif note is not None:
         problems.append("note: not with completed")
     if problems:

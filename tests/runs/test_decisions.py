@@ -118,7 +118,7 @@ def test_argument_rules_of_decide(review, agent, person_caller):
                         **base)
     assert error["issues"] == [
         "next: only with completed", "reason: only with completed", "output: only with completed",
-        "note: required with failed",
+        "note: required: say why it fails",
     ]
     error = owner.fails("decide", "invalid", decision="completed", output={"text": "x"}, next="approve_it",
                         reason="r", note="hi", requestId=rid(), **base)

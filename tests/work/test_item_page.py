@@ -147,7 +147,7 @@ def test_reject_with_a_note_and_the_rework_arrives(purchase, browser_of):
     client = browser_of(manager)
     refused = post_form(client, open_item(view), "reject", "rejected", note="  ")
     assert refused.status_code == 400
-    assert "note: required with rejected" in refused.content.decode()
+    assert "note: required: say why you reject it" in refused.content.decode()
     response = post_form(client, open_item(view), "reject", "rejected", note="The quote is out of date.")
     assert response.status_code == 302
     buyer_client = browser_of(buyer)
