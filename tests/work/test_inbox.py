@@ -76,6 +76,8 @@ def test_operators_see_the_escalation_queue_and_overdue_work(purchase, browser_o
     ops_html = browser_of(purchase.people["ops"]).get("/inbox/").content.decode()
     escalations = ops_html.split('id="escalations"')[1].split('id="overdue"')[0]
     assert f'/inbox/{open_item(escalated)["id"]}/' in escalations
+    # The head counts what is listed below it, escalations too (not "0 open items" above one).
+    assert "open items and 1 escalation for operators" in ops_html or "open item and 1 escalation for operators" in ops_html
     overdue = ops_html.split('id="overdue"')[1].split("</section>")[0]
     assert f'/inbox/{open_item(late)["id"]}/' in overdue and "for managers" in overdue
     # someone who is not an operator sees neither queue
