@@ -129,3 +129,14 @@ def test_run_data_renders_inert_on_the_pages(publish, agent, make_person, browse
                              decision="failed", note=SCRIPT)
     main = assert_inert(client.get(f"/runs/{run_id}/").content.decode())
     assert main.count("&lt;script&gt;") >= 3
+
+
+def test_addresses_in_run_data_are_links_and_nothing_else_is():
+    # issue: the people's first day: URLs in run data not clickable.
+    from work.templatetags.work_tags import show
+
+    html = str(show({"site": "https://example.com/a?b=1", "note": "javascript:alert(1) <b>x</b>"}))
+    assert '<a href="https://example.com/a?b=1" rel="nofollow">https://example.com/a?b=1</a>' in html
+    assert "javascript:alert(1)" in html and 'href="javascript' not in html and "&lt;b&gt;" in html
+    listed = str(show(["see https://example.org/x", "plain"]))
+    assert '<a href="https://example.org/x" rel="nofollow">' in listed

@@ -7,7 +7,7 @@ import json
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html, format_html_join, urlize
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince, timeuntil
 
@@ -98,19 +98,24 @@ def issue_text(issue: str) -> str:
     return rest if sep else issue
 
 
-def _scalar(value) -> str:
+def _linked(text: str):
+    """Text escaped, with its http(s) addresses and emails as links (Django's urlize); other schemes stay text."""
+    return mark_safe(urlize(text, nofollow=True, autoescape=True))
+
+
+def _scalar(value):
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if value is None:
         return "—"
-    return str(value)
+    return _linked(str(value)) if isinstance(value, str) else str(value)
 
 
 def _render(value, depth: int = 0):
     if isinstance(value, str):
         if "\n" in value:
-            return format_html('<span style="white-space: pre-line">{}</span>', value)
-        return format_html("{}", value)
+            return format_html('<span style="white-space: pre-line">{}</span>', _linked(value))
+        return format_html("{}", _linked(value))
     if isinstance(value, list):
         if not value:
             return mark_safe('<span class="muted">none</span>')
