@@ -231,3 +231,14 @@ def changes_since(seen: str, definition: Definition, data: dict) -> list[dict]:
         changed.append({"step": step.id, "title": step_title(step.id), "how": how, "by": current.get("by"),
                         "at": current.get("at"), "note": current.get("note")})
     return changed
+
+
+def preview(text: str, limit: int) -> str:
+    """Text on one line, its line breaks as spaces, cut at a word before `limit` characters with `…`."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if flat[limit - 1] != " " and " " in cut:
+        cut = cut.rsplit(" ", 1)[0]  # the last word did not fit whole
+    return cut.rstrip() + "…"

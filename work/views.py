@@ -108,13 +108,12 @@ def _rows(items) -> list[dict]:
     rows = []
     for item in items:
         step = definition_for(item.run.version)[item.step.step_id]
-        text = step.instructions.strip().splitlines()[0] if step.instructions.strip() else ""
         rows.append({
             "item": item,
             "run": item.run,
             "row": item.step,
             "title": step_title(item.step.step_id),
-            "text": text if len(text) <= 140 else text[:139] + "…",
+            "text": display.preview(step.instructions, 140),
             "inputs": _inputs_line(item.run),
             "assignee": _assignee(item),
             "escalation": item.escalation or None,

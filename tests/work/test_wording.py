@@ -49,3 +49,12 @@ def test_every_text_colour_reaches_4_5_to_1_on_its_surfaces():
            for text, grounds in TEXT_ON.items() for ground in grounds
            if contrast(colours[text], colours[ground]) < 4.5]
     assert not low, low
+
+
+def test_a_preview_reads_past_the_first_line_break_and_cuts_at_a_word():
+    # issue: the people's first day: task previews cut at the first line break.
+    from work.display import preview
+
+    assert preview("Check the invoice.\nThen file it.", 140) == "Check the invoice. Then file it."
+    assert preview("word " * 40, 20) == "word word word word…"
+    assert len(preview("x" * 500, 140)) == 140
