@@ -140,3 +140,13 @@ def test_addresses_in_run_data_are_links_and_nothing_else_is():
     assert "javascript:alert(1)" in html and 'href="javascript' not in html and "&lt;b&gt;" in html
     listed = str(show(["see https://example.org/x", "plain"]))
     assert '<a href="https://example.org/x" rel="nofollow">' in listed
+
+
+def test_a_moment_in_run_data_reads_as_a_date_and_time():
+    # issue: the people's first day: raw ISO datetimes in run data.
+    from work.templatetags.work_tags import show
+
+    html = str(show({"paidAt": "2026-12-04T10:05:00.000Z", "code": "2026-12-04T10:05 is not a moment"}))
+    assert '<time datetime="2026-12-04T10:05:00+00:00">4 Dec 2026, 10:05 UTC</time>' in html
+    assert "2026-12-04T10:05 is not a moment" in html
+    assert "4 Dec 2026, 10:05 UTC" in str(show("2026-12-04T12:05:00+02:00"))

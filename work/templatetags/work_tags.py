@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 
 from django import template
 from django.utils import timezone
@@ -103,15 +104,23 @@ def _linked(text: str):
     return mark_safe(urlize(text, nofollow=True, autoescape=True))
 
 
+# A moment as run data writes it (a datetime field, `at` of a record): date, time and zone.
+_ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})")
+
+
 def _scalar(value):
     if isinstance(value, bool):
         return "Yes" if value else "No"
     if value is None:
         return "—"
+    if isinstance(value, str) and _ISO_MOMENT.fullmatch(value) and _moment(value) is not None:
+        return when(value)  # a person reads "4 Dec 2026, 10:00 UTC", not the ISO text
     return _linked(str(value)) if isinstance(value, str) else str(value)
 
 
 def _render(value, depth: int = 0):
+    if isinstance(value, str) and _ISO_MOMENT.fullmatch(value):
+        return _scalar(value)
     if isinstance(value, str):
         if "\n" in value:
             return format_html('<span style="white-space: pre-line">{}</span>', _linked(value))
