@@ -390,3 +390,34 @@ def test_a_decision_the_item_does_not_allow_is_refused_by_the_tool(purchase, bro
     assert "decision: &#x27;approved&#x27; is not allowed here; one of completed, failed" in response.content.decode()
     response = post_form(browser_of(purchase.people["buyer"]), open_item(view), "fail", "maybe")
     assert response.status_code == 400 and "press one of the buttons" in response.content.decode()
+
+
+LONG_STORY = """---
+name: long-story
+description: A person's task under a long description.
+steps:
+  - id: check
+    person: checkers
+    task: Check the thing.
+  - id: done
+    finish: checked
+---
+""" + "Background the checker may want, and may not. " * 40
+
+
+def test_a_long_process_description_starts_folded_and_a_short_one_open(publish, make_person, browser_of):
+    # issue: the people's first day: a long description filled a narrow sidebar (a 4,376 px tall page).
+    from runs.tools import call_tool
+
+    publish(LONG_STORY)
+    checker = make_person("c@example.com", groups=["checkers"])
+    view = call_tool(checker, "start_run", {"process": "long-story", "inputs": {}, "requestId": "long-1"})
+    html = browser_of(checker).get(f"/inbox/{open_item(view)['id']}/").content.decode()
+    assert '<details class="about">' in html and "Background the checker may want" in html
+    run_html = browser_of(checker).get(f"/runs/{view['run']['id']}/").content.decode()
+    assert '<details class="about">' in run_html
+    publish(LONG_STORY.replace("long-story", "short-story").split("---\n", 2)[0] + "---\n"
+            + LONG_STORY.replace("long-story", "short-story").split("---\n", 2)[1] + "---\nA short note.\n")
+    short = call_tool(checker, "start_run", {"process": "short-story", "inputs": {}, "requestId": "short-1"})
+    short_html = browser_of(checker).get(f"/inbox/{open_item(short)['id']}/").content.decode()
+    assert '<details class="about" open>' in short_html and "A short note." in short_html
