@@ -21,13 +21,13 @@ from .engine import (
     drain,
     open_escalation_item,
     open_person_item,
-    set_state,
     with_record,
 )
 from .errors import Conflict, Forbidden, NotAccepted, NotFound, Retry, Stale
 from .evidence import recorded_evidence, verify_files
 from .models import Lease, RunStep, StepState
 from .store import LoadedRun
+from .transitions import move
 
 
 def claim(txn: LoadedRun, *, identity: Identity, step_id: str) -> Lease:
@@ -45,7 +45,7 @@ def claim(txn: LoadedRun, *, identity: Identity, step_id: str) -> Lease:
     if row.state != StepState.READY:
         raise Conflict(f"Step '{step_id}' is not ready.", ["not_ready"])
     lease = _issue_lease(txn, row, identity)
-    set_state(txn, row, StepState.CLAIMED)
+    move(row, StepState.CLAIMED)
     return lease
 
 
@@ -191,7 +191,7 @@ def hold_candidate(txn: LoadedRun, row: RunStep, *, identity: Identity, record: 
         "candidate": {key: record[key] for key in evaluation.CANDIDATE_FIELDS if key in record},
     }
     covers = _show_check(txn, row.step_id, verdict)
-    set_state(txn, row, StepState.WAITING)
+    move(row, StepState.WAITING)
     # The row keeps what the work item does not show: the lines for a return, and what to put back.
     row.escalation = {**escalation, "lines": lines, "covers": covers}
     clear_claim(row)
@@ -224,7 +224,7 @@ def unshow_check(txn: LoadedRun, row: RunStep) -> None:
 def escalate(txn: LoadedRun, row: RunStep, *, identity: Identity, note: str) -> None:
     """Hand a claimed agent step to the organization's operators with the agent's note."""
     escalation = {"note": note, "by": identity.ref, "at": iso(txn.now)}
-    set_state(txn, row, StepState.WAITING)
+    move(row, StepState.WAITING)
     row.escalation = escalation
     clear_claim(row)
     open_escalation_item(txn, row, escalation)
@@ -240,7 +240,7 @@ def return_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
         row.handoff.update(check=held["check"], issues=held["lines"])
     row.escalation = None
     if step.is_person:
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         open_person_item(txn, step, row)
     else:
-        set_state(txn, row, StepState.READY)
+        move(row, StepState.READY)

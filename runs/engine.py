@@ -41,11 +41,6 @@ from .transitions import move
 SERVER = "server"
 
 
-def set_state(txn: LoadedRun, row: RunStep, state: str | None) -> None:
-    """Change a step's state through its transition table (runs.transitions); anything else is a bug."""
-    move(row, state)
-
-
 # --- loading and saving -------------------------------------------------------------------------
 
 
@@ -111,7 +106,7 @@ def apply_time(txn: LoadedRun) -> None:
 
 
 def _expire_lease(txn: LoadedRun, row: RunStep) -> None:
-    set_state(txn, row, StepState.READY)
+    move(row, StepState.READY)
     if row.progress:
         row.handoff = {**(row.handoff or {}), "progress": row.progress}
         row.progress = None  # handed off once; the next lease starts with no note of its own
@@ -154,7 +149,7 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
     row.went_to = None
     row.wake_at = None
     if step.kind == StepKind.FINISH:
-        set_state(txn, row, StepState.DONE)
+        move(row, StepState.DONE)
         row.done_seq = row.ready_seq
         end_run(txn, state=RunState.ENDED, outcome=step.value, by=SERVER, note=None)
         return
@@ -168,12 +163,12 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
         row.overdue_noticed = False
         row.due_at = now + dt.timedelta(seconds=step.due_seconds) if step.due_seconds else None
     if step.kind == StepKind.AGENT:
-        set_state(txn, row, StepState.READY)
+        move(row, StepState.READY)
     elif step.is_person:
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         open_person_item(txn, step, row)
     elif step.kind == StepKind.WAIT:
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         row.wake_at = now + dt.timedelta(seconds=parse_wait(step.value))
     elif step.kind == StepKind.WAIT_UNTIL:
         value = read_path(txn.run.data, step.value)
@@ -182,13 +177,13 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
             shown = "missing" if value is None else "not a datetime"
             fail_by_server(txn, row, f"{step.value} is {shown}; wait_until needs an RFC 3339 datetime.")
             return
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         if moment <= now:
             complete(txn, row, {"by": SERVER, "at": iso(now)}, step.next)
         else:
             row.wake_at = moment
     elif step.kind == StepKind.WAIT_FOR:
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         held = None if not txn.run.holds_events else (
             Event.objects.filter(run=txn.run, name=step.value, consumed_by__isnull=True, discarded=False)
             .exclude(pk__in=[e.pk for e in txn.consumed if e.pk is not None])
@@ -200,7 +195,7 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
         elif step.timeout_seconds:
             row.wake_at = now + dt.timedelta(seconds=step.timeout_seconds)
     elif step.kind == StepKind.PARALLEL:
-        set_state(txn, row, StepState.WAITING)
+        move(row, StepState.WAITING)
         for entry in step.entries:
             reach(txn, entry)
 
@@ -305,7 +300,7 @@ def complete(txn: LoadedRun, row: RunStep, record: dict | None, target: str | No
     step = txn.definition[row.step_id]
     if record is not None:
         _store(txn, row.step_id, record)
-    set_state(txn, row, StepState.DONE)
+    move(row, StepState.DONE)
     row.done_seq = txn.next_seq()
     row.went_to = target
     row.wake_at = None
@@ -358,7 +353,7 @@ def reject(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Record a rejection and return to `on_reject`, or end the run `rejected` (spec §3.1, §3.2)."""
     step = txn.definition[row.step_id]
     _store(txn, row.step_id, {"decision": "rejected", "note": note, "by": by, "at": iso(txn.now)})
-    set_state(txn, row, StepState.DONE)
+    move(row, StepState.DONE)
     row.done_seq = txn.next_seq()
     row.went_to = step.on_reject
     close_items(txn, row)
@@ -384,14 +379,14 @@ def rewind(txn: LoadedRun, *, target: str, rejecting: str) -> None:
         if row.state == StepState.DONE and row.done_seq > target_row.ready_seq:
             if row.step_id in txn.run.data.get("steps", {}):
                 _store(txn, row.step_id, None)
-            set_state(txn, row, None)
+            move(row, None)
             row.went_to = None
 
 
 def fail_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Record a `failed` decision on the step and end the run `failed` (spec §3.4, §3.5)."""
     _store(txn, row.step_id, {"decision": "failed", "note": note, "by": by, "at": iso(txn.now)})
-    set_state(txn, row, StepState.FAILED)
+    move(row, StepState.FAILED)
     clear_claim(row)
     end_run(txn, state=RunState.ENDED, outcome="failed", by=by, note=note)
 
@@ -408,7 +403,7 @@ def end_run(txn: LoadedRun, *, state: str, outcome: str | None, by: str, note: s
     run.ended = {"by": by, "at": iso(txn.now), "note": note}
     for row in txn.steps.values():
         if row.state in ACTIVE_STATES:
-            set_state(txn, row, StepState.CANCELLED)
+            move(row, StepState.CANCELLED)
             clear_claim(row)
             row.wake_at = None
     for row in txn.steps.values():

@@ -80,8 +80,8 @@ def published_version(version_id: int) -> ProcessVersion:
 
 
 # A run's organization, checked on the row its key finds. `+ 0` keeps the indexes that lead with the
-# organization out of the plan: one made while the table was small may otherwise find the key by reading
-# every run of the organization, and a prepared statement keeps its plan as the table grows.
+# organization out of the plan: one made from a small table's statistics (or kept by a prepared
+# statement as the table grows) may otherwise find the key by reading every run of the organization.
 IN_ORGANIZATION = " AND t.organization_id + 0 = %s"
 
 

@@ -113,7 +113,7 @@ def _scalar(value):
         return "Yes" if value else "No"
     if value is None:
         return "—"
-    if isinstance(value, str) and _ISO_MOMENT.fullmatch(value) and _moment(value) is not None:
+    if isinstance(value, str) and _ISO_MOMENT.fullmatch(value):
         return when(value)  # a person reads "4 Dec 2026, 10:00 UTC", not the ISO text
     return _linked(str(value)) if isinstance(value, str) else str(value)
 
