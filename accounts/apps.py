@@ -8,4 +8,12 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from allauth.idp.oidc.models import Client
+        from django.db.models.signals import pre_save
+
         from . import openapi  # noqa: F401  (registers the OpenAPI authentication schemes)
+        from .connections import held_to_policy
+
+        # allauth saves a client it built from a fetched metadata document; hold it to the same rules
+        # as a registered one before it is stored.
+        pre_save.connect(held_to_policy, sender=Client, dispatch_uid="accounts.client_policy")

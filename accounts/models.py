@@ -94,18 +94,47 @@ class Group(models.Model):
 
 
 class Agent(models.Model):
-    """A program that calls the tools with an OAuth client of its own."""
+    """A program that calls the tools: with an OAuth client of its own, or connected by a person.
+
+    An agent an administrator made has a client-credentials client (`client_id`). An agent a person
+    connected from an MCP client by signing in and consenting acts for that person (`for_user`) through
+    a client registered dynamically or named by its metadata document (`connected_client_id`); it is
+    still an agent, so it can never decide (spec §6 rule 4).
+    """
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="agents")
     name = models.CharField(max_length=100)
     # The allauth OAuth client's id; a string, so accounts' migrations need not follow allauth's.
     client_id = models.CharField(max_length=100, unique=True, null=True, blank=True)
+    for_user = models.ForeignKey(
+        User, on_delete=models.CASCADE, null=True, blank=True, related_name="connected_agents",
+        verbose_name="acts for",
+    )
+    # The client a person authorised; one client serves many people, so it is not unique here.
+    connected_client_id = models.CharField("connected client", max_length=255, null=True, blank=True)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField("last used", null=True, blank=True)
 
     class Meta:
         ordering = ["organization", "name"]
-        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="agent_name_unique_in_org")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "name"],
+                condition=models.Q(for_user__isnull=True),
+                name="agent_name_unique_in_org",
+            ),
+            models.UniqueConstraint(
+                fields=["for_user", "connected_client_id"],
+                condition=models.Q(for_user__isnull=False),
+                name="agent_connection_unique",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(for_user__isnull=True, connected_client_id__isnull=True)
+                | models.Q(for_user__isnull=False, connected_client_id__isnull=False, client_id__isnull=True),
+                name="agent_own_client_or_connected",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.organization})"
@@ -113,3 +142,8 @@ class Agent(models.Model):
     @property
     def ref(self) -> str:
         return f"a_{self.pk}"
+
+    @property
+    def is_connected(self) -> bool:
+        """Tell whether a person connected this agent (it acts for them) rather than an administrator."""
+        return self.for_user_id is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import secrets
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -11,18 +12,22 @@ from allauth.idp.oidc.adapter import DefaultOIDCAdapter, get_adapter
 from allauth.idp.oidc.models import Client, Token
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.http import HttpRequest
 from django.urls import get_script_prefix
 from django.utils import timezone
 
+from accounts import connections
+from accounts.connections import API_SCOPE
 from accounts.identity import AGENT, Identity
 from accounts.models import Agent, Membership, Organization, User
 from base import sql
 
-# The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
-API_SCOPE = "agentprocess"
 MCP_PATH = "/mcp"
+
+
+log = logging.getLogger(__name__)
 
 
 class AgentNameTaken(ValueError):
@@ -92,6 +97,23 @@ class OIDCAdapter(DefaultOIDCAdapter):
         if API_SCOPE not in scopes:
             scopes.append(API_SCOPE)
         data["scopes_supported"] = scopes
+        # What MCP clients look for (MCP authorization, 2026-07-28): PKCE with S256 only (allauth refuses
+        # `plain`), public clients without a secret, and a URL as client_id naming a metadata document.
+        data["client_id_metadata_document_supported"] = True
+        data["revocation_endpoint_auth_methods_supported"] = ["client_secret_basic", "client_secret_post", "none"]
+
+    def is_cimd_url_allowed(self, url: str) -> bool:
+        problem = connections.address_problem(url)
+        if problem is not None:
+            log.warning("refused to fetch client metadata document %s: %s", url[:200], problem)
+        return problem is None
+
+    def validate_client_registration(self, *, client: Client, client_metadata: dict, **kwargs) -> None:
+        problems = connections.registration_problems(client, client_metadata)
+        if problems:
+            raise ValidationError("; ".join(problems))
+        client.set_scopes(connections.client_scopes(client.get_scopes()))
+        client.set_default_scopes([API_SCOPE])
 
 
 def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, str]:
@@ -134,29 +156,18 @@ def _covers(granted: str, expected: str) -> bool:
     return e.path.rstrip("/") == prefix or e.path.startswith(prefix + "/")
 
 
-def _person_identity(user: User) -> Identity | None:
-    membership = getattr(user, "membership", None)
-    if not user.is_active or membership is None:
-        return None
-    # Every bearer token is an agent client, even one a person signed in for (spec §6 rule 4).
-    return Identity(
-        organization=membership.organization,
-        kind=AGENT,
-        ref=user.ref,
-        user=user,
-        via_client=True,
-        is_operator=membership.is_operator,
-    )
-
-
 @functools.cache
 def _token_sql() -> str:
     quote = connection.ops.quote_name
+    agents = quote(Agent._meta.db_table)
+    # `a` is an administrator's agent (its own client, no person); `c` the agent a person connected
+    # through this client. At most one of the two is there, and each is found by a unique index.
     return (
-        f"SELECT t.client_id, t.data, t.scopes, {sql.columns(Agent, 'a')}, {sql.columns(User, 'u')}, "
-        f"{sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
+        f"SELECT t.client_id, t.data, t.scopes, {sql.columns(Agent, 'a')}, {sql.columns(Agent, 'c')}, "
+        f"{sql.columns(User, 'u')}, {sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
         f"FROM {quote(Token._meta.db_table)} t "
-        f"LEFT JOIN {quote(Agent._meta.db_table)} a ON t.user_id IS NULL AND a.client_id = t.client_id AND a.is_active = %s "
+        f"LEFT JOIN {agents} a ON t.user_id IS NULL AND a.client_id = t.client_id "
+        f"LEFT JOIN {agents} c ON c.for_user_id = t.user_id AND c.connected_client_id = t.client_id "
         f"LEFT JOIN {quote(User._meta.db_table)} u ON u.id = t.user_id "
         f"LEFT JOIN {quote(Membership._meta.db_table)} m ON m.user_id = u.id "
         f"LEFT JOIN {quote(Organization._meta.db_table)} o ON o.id = COALESCE(a.organization_id, m.organization_id) "
@@ -174,6 +185,27 @@ def _split(row, *models):
     return out
 
 
+def _connected_identity(client_id: str, agent: Agent | None, user: User, membership: Membership | None):
+    """The identity of the agent a person connected, or None when it or they may no longer call."""
+    if not user.is_active or membership is None:
+        return None  # a person who left (or was never in) an organization acts through nobody
+    if agent is None:
+        # A token issued before its agent was recorded (the device flow, say): record it now.
+        client = Client.objects.filter(pk=client_id).first()
+        if client is None:
+            return None
+        user.membership = membership
+        agent = connections.connect(user, client)
+    elif not agent.is_active or agent.organization_id != membership.organization_id:
+        return None  # revoked, or the person moved to another organization
+    agent.organization = membership.organization
+    agent.for_user = user
+    connections.note_use(agent)
+    return Identity(
+        organization=membership.organization, kind=AGENT, ref=agent.ref, user=user, agent=agent, via_client=True
+    )
+
+
 def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | None = None) -> Identity | None:
     """Return the identity an access token stands for, or None when it is unknown, expired or unusable.
 
@@ -186,7 +218,7 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
     # Every tool call starts here: one plain-SQL join from the token's hash to its caller and organization.
     with connection.cursor() as cursor:
         cursor.execute(
-            _token_sql(), [True, Token.Type.ACCESS_TOKEN, get_adapter().hash_token(raw_token), timezone.now()]
+            _token_sql(), [Token.Type.ACCESS_TOKEN, get_adapter().hash_token(raw_token), timezone.now()]
         )
         row = cursor.fetchone()
     if row is None or row[0] is None:
@@ -199,15 +231,14 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
             resource = resource()
         if not any(_covers(g, resource) for g in granted):
             return None
-    agent, user, membership, organization = _split(row[3:], Agent, User, Membership, Organization)
+    agent, connected, user, membership, organization = _split(row[3:], Agent, Agent, User, Membership, Organization)
     if user is not None:
-        if membership is None:
-            return None  # a person in no organization calls nothing
-        membership.organization = organization
-        user.membership = membership
-        identity = _person_identity(user)
-    elif agent is not None:
+        if membership is not None:
+            membership.organization = organization
+        identity = _connected_identity(row[0], connected, user, membership)
+    elif agent is not None and agent.is_active:
         agent.organization = organization
+        connections.note_use(agent)
         identity = Identity.for_agent(agent)
     else:
         return None

@@ -21,9 +21,13 @@ urlpatterns = [
         {"resource_path": MCP_PATH},
         name="oauth-protected-resource-mcp",
     ),
+    # allauth's authorization endpoint with this server's consent page, and the agents people connected.
+    path("identity/o/authorize", views.authorize, name="authorize"),
+    path("accounts/agents/", views.connected_agents, name="connected-agents"),
     # allauth's own views, answering a malformed `resource` parameter with invalid_target (RFC 8707).
     path("identity/o/api/token", views.token, name="token"),
     path("identity/o/api/device/code", views.device_code, name="device-code"),
+    path("identity/o/api/revoke", views.revoke, name="revoke"),
     # allauth's OpenID provider: /.well-known/openid-configuration, /.well-known/jwks.json, /identity/o/...
     path("", include("allauth.idp.urls")),
 ]

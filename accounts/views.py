@@ -1,15 +1,22 @@
-"""OAuth discovery documents: authorization server (RFC 8414) and protected resource (RFC 9728)."""
+"""OAuth: discovery documents (RFC 8414, RFC 9728), the consent page, and the agents a person connected."""
 
+import base64
 import functools
 import json
+from urllib.parse import parse_qs, unquote_plus, urlsplit
 
 from allauth.idp.oidc import views as oidc_views
-from django.contrib.auth.decorators import login_not_required
+from allauth.idp.oidc.models import Client
+from django.contrib import messages
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
+from accounts import connections
+from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
 
 
@@ -43,24 +50,154 @@ def protected_resource_metadata(request: HttpRequest, resource_path: str = "") -
     return _public(JsonResponse(data))
 
 
-def _resource_checked(view):
-    """Answer a malformed `resource` as RFC 8707 §2 says (400 invalid_target), which allauth's view raises as is."""
+def _oauth_error(error: str, description: str, status: int) -> JsonResponse:
+    response = JsonResponse({"error": error, "error_description": description}, status=status)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _basic_client_id(request: HttpRequest) -> str | None:
+    """The client id in an `Authorization: Basic` header (RFC 6749 §2.3.1 form-encodes it), if any."""
+    scheme, _, credentials = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    client_id, sep, _ = decoded.partition(":")
+    return unquote_plus(client_id) if sep and client_id else None
+
+
+def _token_request_checked(view):
+    """Run one of allauth's token-endpoint views, answering as RFC 6749 and RFC 8707 say where it does not.
+
+    - A malformed `resource` is 400 invalid_target (allauth raises it as a bare ValidationError).
+    - A client named only in the Basic header has its id copied into the form, where allauth's client
+      lookup reads it; a request naming no client at all is 401 invalid_client.
+    """
 
     @functools.wraps(view)
     @csrf_exempt
     @login_not_required
     def checked(request: HttpRequest, *args, **kwargs):
+        if request.method == "POST" and not request.POST.get("client_id"):
+            client_id = _basic_client_id(request)
+            if client_id is not None:
+                form = request.POST.copy()
+                form["client_id"] = client_id
+                request.POST = form
+            elif request.POST.get("grant_type") != "client_credentials":
+                return _oauth_error("invalid_client", "Name the client: client_id, or HTTP Basic authentication.", 401)
         try:
             return view(request, *args, **kwargs)
         except ValidationError as exc:
-            response = JsonResponse(
-                {"error": "invalid_target", "error_description": " ".join(exc.messages)}, status=400
-            )
-            response["Cache-Control"] = "no-store"
-            return response
+            return _oauth_error("invalid_target", " ".join(exc.messages), 400)
 
     return checked
 
 
-token = _resource_checked(oidc_views.token)
-device_code = _resource_checked(oidc_views.device_code)
+token = _token_request_checked(oidc_views.token)
+device_code = _token_request_checked(oidc_views.device_code)
+revoke = _token_request_checked(oidc_views.revoke)
+
+
+# --- connecting an MCP client: the consent page ---------------------------------------------------
+
+
+class ConsentView(oidc_views.AuthorizationView):
+    """allauth's authorization endpoint, with a consent page that says who is asking and for what.
+
+    Only the page and what happens on consent are ours: allauth checks the client, the redirect URI
+    (exactly, but for a loopback port), PKCE (S256 only, required of public clients), the scopes and the
+    resource. On consent the client becomes an agent acting for this person (`connections.connect`).
+    """
+
+    template_name = "accounts/authorize.html"
+
+    def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        return self._member_only(request) or super().get(request, *args, **kwargs)
+
+    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        return self._member_only(request) or super().post(request, *args, **kwargs)
+
+    def _member_only(self, request: HttpRequest) -> HttpResponse | None:
+        if request.user.is_authenticated and getattr(request.user, "membership", None) is None:
+            return render(request, "work/no_membership.html", status=403)
+        return None
+
+    def form_valid(self, form) -> HttpResponse:
+        response = super().form_valid(form)
+        location = response.get("Location", "")
+        if response.status_code == 302 and "code" in parse_qs(urlsplit(location).query):
+            client = Client.objects.get(id=self._request_info["client_id"])
+            connections.connect(self.request.user, client)
+        return response
+
+    def get_context_data(self, **kwargs) -> dict:
+        context = super().get_context_data(**kwargs)
+        client = context["client"]
+        redirect = urlsplit(self._request_info.get("redirect_uri") or "")
+        context.update(
+            client_name=connections.display_name(client),
+            unverified=connections.is_self_registered(client),
+            logo=connections.logo_uri(client),
+            metadata_host=urlsplit(client.id).hostname if client.id.startswith("https:") else None,
+            redirect_host=redirect.netloc or redirect.scheme,
+            organization=self.request.user.membership.organization,
+            scopes=form_scopes(context["form"]),
+        )
+        return context
+
+
+def form_scopes(form) -> list[str]:
+    value = form["scopes"].value()
+    return [value] if isinstance(value, str) else list(value or [])
+
+
+authorize = ConsentView.as_view()
+
+
+# --- the agents a person connected ------------------------------------------------------------------
+
+
+def _visible_agents(request: HttpRequest):
+    """The connected agents this person may see: their own, or, for an operator, the organization's."""
+    membership = request.user.membership
+    agents = Agent.objects.filter(for_user__isnull=False, organization=membership.organization)
+    if not membership.is_operator:
+        agents = agents.filter(for_user=request.user)
+    return agents.select_related("for_user").order_by("-is_active", "-last_used_at", "name")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def connected_agents(request: HttpRequest) -> HttpResponse:
+    """List the MCP clients a person connected (an operator: everyone's in the organization); revoke one."""
+    if getattr(request.user, "membership", None) is None:
+        return render(request, "work/no_membership.html", status=403)
+    agents = _visible_agents(request)
+    if request.method == "POST":
+        chosen = request.POST.get("agent", "")
+        agent = agents.filter(pk=int(chosen)).first() if chosen.isdigit() and len(chosen) < 19 else None
+        if agent is None:
+            messages.error(request, "That agent is not one you can disconnect.")
+        else:
+            connections.disconnect(agent)
+            messages.success(request, f"{agent.name} is disconnected; its next call is refused.")
+        return redirect("connected-agents")
+    clients = {c.id: c for c in Client.objects.filter(id__in=[a.connected_client_id for a in agents])}
+    rows = [
+        {
+            "agent": agent,
+            "client": clients.get(agent.connected_client_id),
+            "unverified": clients.get(agent.connected_client_id) is None
+            or connections.is_self_registered(clients[agent.connected_client_id]),
+        }
+        for agent in agents
+    ]
+    return render(
+        request,
+        "accounts/connected_agents.html",
+        {"rows": rows, "is_operator": request.user.membership.is_operator, "nav": "agents"},
+    )

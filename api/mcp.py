@@ -3,10 +3,19 @@
 The door has no rules of its own: `tools/call` runs `runs.tools.call_tool` exactly as the REST door does
 and puts the tools.md envelope in `structuredContent`. Answers are plain JSON (never server-sent events)
 and there are no sessions, so any request may arrive at any time from any worker.
+
+Two eras of the protocol are spoken, told apart by the `MCP-Protocol-Version` header:
+- the handshake revisions (2025-06-18, 2025-11-25): `initialize`, then requests; and
+- 2026-07-28, stateless: no `initialize`; `server/discover`; every request carries its protocol version
+  and client capabilities in `params._meta`, repeated in the `MCP-Protocol-Version`, `Mcp-Method` and
+  `Mcp-Name` headers, which must agree with the body; every result says `resultType` and names the
+  server in its `_meta`; an error a request caused travels with a 4xx status.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from importlib.metadata import PackageNotFoundError
@@ -44,15 +53,32 @@ from .parsers import refuse_constant
 
 log = logging.getLogger(__name__)
 
-# The Streamable HTTP revisions this endpoint speaks, oldest first; the last is offered to clients we do not know.
+# The revisions with an `initialize` handshake, oldest first; the last is offered to clients we do not know.
 PROTOCOL_VERSIONS = ("2025-06-18", "2025-11-25")
 LATEST_PROTOCOL_VERSION = PROTOCOL_VERSIONS[-1]
+# The stateless revisions: each request carries its own version (`params._meta`).
+MODERN_PROTOCOL_VERSIONS = ("2026-07-28",)
+SUPPORTED_VERSIONS = PROTOCOL_VERSIONS + MODERN_PROTOCOL_VERSIONS
 PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
+METHOD_HEADER = "Mcp-Method"
+NAME_HEADER = "Mcp-Name"
+# The `params._meta` keys of a 2026-07-28 request, and the one a result names this server under.
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+# A method's params member that its `Mcp-Name` header repeats.
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# How long a client may reuse the tool list and the discovery result: they change only on a deploy.
+CACHE_MS = 300_000
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# 2026-07-28: an error the request caused is not 200 (a missing method is 404, anything else 400).
+MODERN_ERROR_STATUS = {METHOD_NOT_FOUND: 404}
 
 try:
     SERVER_VERSION = package_version("agentprocess-server")
@@ -241,14 +267,8 @@ def endpoint(request: HttpRequest) -> HttpResponse:
     if isinstance(identity, HttpResponse):
         return identity
     version = request.headers.get(PROTOCOL_VERSION_HEADER)
-    if version is not None and version not in PROTOCOL_VERSIONS:
-        return _error(
-            INVALID_REQUEST,
-            f"Unsupported {PROTOCOL_VERSION_HEADER} {version[:64]!r}; this server speaks "
-            f"{', '.join(PROTOCOL_VERSIONS)}.",
-            status=400,
-            data={"supported": list(PROTOCOL_VERSIONS), "requested": version[:64]},
-        )
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        return _unsupported(version)
     if not _accepts_json(request):
         return _error(INVALID_REQUEST, "Not acceptable: the answer is application/json.", status=406)
     if request.content_type != "application/json":
@@ -259,7 +279,20 @@ def endpoint(request: HttpRequest) -> HttpResponse:
         message = _parse(request)
     except RpcError as error:
         return _error(error.code, error.message, status=error.status)
+    if version in MODERN_PROTOCOL_VERSIONS:
+        return _answer_modern(request, identity, message)
     return _answer(request, identity, message)
+
+
+def _unsupported(version) -> HttpResponse:
+    """The answer to a protocol version this server does not speak: 400, -32022, naming those it does."""
+    requested = printable(version[:64]) if isinstance(version, str) else version
+    return _error(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version {requested!r}; this server speaks {', '.join(SUPPORTED_VERSIONS)}.",
+        status=400,
+        data={"supported": list(SUPPORTED_VERSIONS), "requested": requested},
+    )
 
 
 # --- JSON-RPC -----------------------------------------------------------------------------------
@@ -312,6 +345,121 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
     except RpcError as error:
         return _json({"jsonrpc": "2.0", "id": request_id, "error": error.as_error()}, error.status)
     return _json({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+# --- 2026-07-28: stateless requests --------------------------------------------------------------
+
+
+def _answer_modern(request: HttpRequest, identity: Identity, message) -> HttpResponse:
+    """Answer one 2026-07-28 message: check its envelope against the headers, then dispatch it."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return _error(
+            INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object.", status=400
+        )
+    problems = unstorable({key: value for key, value in message.items() if key != "params"})
+    if problems:
+        return _error(INVALID_REQUEST, "Invalid request: " + "; ".join(problems), status=400)
+    method = message.get("method")
+    if not isinstance(method, str):
+        # At this revision a client never posts a response, and a request names its method.
+        return _error(
+            INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object.", status=400
+        )
+    if "id" not in message:
+        # No client-to-server notification means anything at this revision; a stateless server drops it.
+        return _accepted()
+    request_id = message["id"]
+    if not _valid_id(request_id):
+        return _error(INVALID_REQUEST, "Invalid request: id must be a string or an integer.", status=400)
+    params = message.get("params")
+    try:
+        if not isinstance(params, dict):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"params must be an object whose _meta carries {PROTOCOL_VERSION_META!r} and "
+                f"{CLIENT_CAPABILITIES_META!r}.",
+            )
+        problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
+        if problems:
+            raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems))
+        version = _envelope_version(request, method, params)
+        handler = MODERN_METHODS.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found at {version}: {printable(method)}")
+        result = handler(request, identity, params)
+    except RpcError as error:
+        if error.code == UNSUPPORTED_PROTOCOL_VERSION:
+            return _unsupported(error.data)
+        status = MODERN_ERROR_STATUS.get(error.code, 400)
+        return _json({"jsonrpc": "2.0", "id": request_id, "error": error.as_error()}, status)
+    result = {**result, "resultType": "complete"}
+    result["_meta"] = {**(result.get("_meta") or {}), SERVER_INFO_META: SERVER_INFO}
+    return _json({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _envelope_version(request: HttpRequest, method: str, params: dict) -> str:
+    """Return the request's protocol version once its `_meta` and headers agree, or raise RpcError.
+
+    The order is the revision's: the envelope's keys are there (-32602); the headers repeat the
+    envelope's version, the method and the name (-32020), so a client that disagrees with itself is told
+    so first; then the version is one this server speaks (-32022).
+    """
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise RpcError(
+            INVALID_PARAMS,
+            f"params._meta must be an object carrying {PROTOCOL_VERSION_META!r} and {CLIENT_CAPABILITIES_META!r}.",
+        )
+    missing = [key for key in (PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META) if key not in meta]
+    if missing:
+        raise RpcError(INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}.")
+    version = meta[PROTOCOL_VERSION_META]
+    for header, expected, what in (
+        (PROTOCOL_VERSION_HEADER, version, "the protocol version in params._meta"),
+        (METHOD_HEADER, method, "the method"),
+    ):
+        sent = request.headers.get(header)
+        if sent is None or sent != expected:
+            raise RpcError(HEADER_MISMATCH, f"The {header} header does not match {what}.")
+    name_key = NAME_PARAMS.get(method)
+    named = params.get(name_key) if name_key is not None else None
+    if named is not None and _header_value(request.headers.get(NAME_HEADER)) != named:
+        raise RpcError(HEADER_MISMATCH, f"The {NAME_HEADER} header does not match params.{name_key}.")
+    if not isinstance(version, str):
+        raise RpcError(INVALID_PARAMS, f"{PROTOCOL_VERSION_META} must be a string.")
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", version)
+    return version
+
+
+def _header_value(value: str | None) -> str | None:
+    """Decode a header value sent as `=?base64?…?=` (a value a header could not carry as it is)."""
+    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    payload = value[len("=?base64?"):-2]
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded).decode("ascii") != payload:
+            return None
+        return decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def discover(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """Tell a 2026-07-28 client which revisions this server speaks, what it offers and how to work with it."""
+    return {
+        "supportedVersions": list(SUPPORTED_VERSIONS),
+        "capabilities": {"tools": {}},
+        "instructions": INSTRUCTIONS,
+        "ttlMs": CACHE_MS,
+        "cacheScope": "public",
+    }
+
+
+def list_tools_cached(request: HttpRequest, identity: Identity, params: dict) -> dict:
+    """List every tool, with how long the list may be reused (the same for every caller)."""
+    return {**list_tools(request, identity, params), "ttlMs": CACHE_MS, "cacheScope": "public"}
 
 
 def initialize(request: HttpRequest, identity: Identity, params: dict) -> dict:
@@ -375,4 +523,11 @@ METHODS = {
     "tools/call": run_tool,
 }
 
-__all__ = ["LATEST_PROTOCOL_VERSION", "PROTOCOL_VERSIONS", "endpoint"]
+# 2026-07-28 has no handshake and no ping.
+MODERN_METHODS = {
+    "server/discover": discover,
+    "tools/list": list_tools_cached,
+    "tools/call": run_tool,
+}
+
+__all__ = ["LATEST_PROTOCOL_VERSION", "MODERN_PROTOCOL_VERSIONS", "PROTOCOL_VERSIONS", "SUPPORTED_VERSIONS", "endpoint"]

@@ -202,6 +202,23 @@ IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
 IDP_OIDC_ACCESS_TOKEN_FORMAT = "opaque"
 # Issuer and metadata URLs from PUBLIC_URL, URL-safe client secrets, the API scope in the metadata.
 IDP_OIDC_ADAPTER = "accounts.oauth.OIDCAdapter"
+# MCP clients connect by URL: they register themselves (RFC 7591, public clients with PKCE only) or name
+# a Client ID Metadata Document as their client_id, then a person signs in and consents.
+IDP_OIDC_DCR_ENABLED = env_bool("OAUTH_CLIENT_REGISTRATION", True)
+IDP_OIDC_DCR_REQUIRES_INITIAL_ACCESS_TOKEN = False
+IDP_OIDC_CIMD_ENABLED = env_bool("OAUTH_CLIENT_METADATA_DOCUMENTS", True)
+IDP_OIDC_CIMD_CACHE_TIMEOUT = env_int("OAUTH_CLIENT_METADATA_CACHE_SECONDS", 3600)
+IDP_OIDC_ROTATE_REFRESH_TOKEN = True
+IDP_OIDC_REFRESH_TOKEN_EXPIRES_IN = env_int("REFRESH_TOKEN_SECONDS", 30 * 24 * 3600) or None
+IDP_OIDC_RATE_LIMITS = {
+    "client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip"),
+    "cimd_fetch": os.environ.get("OAUTH_CLIENT_METADATA_FETCH_RATE", "10/m/ip"),
+}
+# A metadata document on a private or loopback address is never fetched (SSRF), unless this is set
+# (development and tests).
+OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES = env_bool("OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES", False)
+# A self-registered client nobody connected within this long is deleted by the timer sweep.
+OAUTH_UNUSED_CLIENT_SECONDS = env_int("OAUTH_UNUSED_CLIENT_SECONDS", 24 * 3600)
 # --- end OAuth ---
 
 LANGUAGE_CODE = "en-us"

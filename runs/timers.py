@@ -12,6 +12,7 @@ import threading
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
+from accounts import connections
 from base import sql
 
 from . import engine, notices
@@ -63,9 +64,13 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
 
 
 def sweep(*, limit: int = 500) -> int:
-    """Catch up every organization's due runs and send the email still owed; what Celery beat schedules."""
+    """Catch up every organization's due runs, send the email still owed and forget unused registrations.
+
+    What Celery beat schedules.
+    """
     changed = catch_up(limit=limit)
     notices.send_pending_email()
+    connections.forget_unused_clients()
     return changed
 
 

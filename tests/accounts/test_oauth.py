@@ -258,17 +258,26 @@ def test_agent_of_org_b_never_resolves_to_org_a(client, org_a, org_b):
 
 
 def test_identity_for_token_is_one_query_for_an_agent(client, org_a, django_assert_num_queries):
-    _agent, client_id, secret = create_agent(organization=org_a, name="bot")
+    agent, client_id, secret = create_agent(organization=org_a, name="bot")
     token = get_token(client, client_id, secret)
+    # The first call records when the agent was last used; calls within the next minute only read.
+    with django_assert_num_queries(2):
+        identity_for_token(token)
+    agent.refresh_from_db()
+    assert agent.last_used_at is not None
     with django_assert_num_queries(1):
         identity = identity_for_token(token)
         assert identity.organization.slug == "org-a"
+    Agent.objects.filter(pk=agent.pk).update(last_used_at=agent.last_used_at - timedelta(minutes=2))
+    with django_assert_num_queries(2):
+        identity_for_token(token)
 
 
-def test_identity_for_token_is_one_query_for_a_person(db, org_a, django_assert_num_queries):
+def test_identity_for_token_is_one_query_for_a_connected_agent(db, org_a, django_assert_num_queries):
     user = User.objects.create_user("p@example.com", "pw")
     Membership.objects.create(user=user, organization=org_a)
     token = mint_person_token(user)
+    identity_for_token(token)  # records the connection and when it was last used
     with django_assert_num_queries(1):
         identity = identity_for_token(token)
         assert identity.organization.slug == "org-a"
@@ -322,17 +331,22 @@ def test_the_called_url_is_worked_out_only_for_a_token_that_names_resources(clie
 # --- person-linked tokens: still an agent client (spec §6 rule 4) ---
 
 
-def test_person_linked_token_is_not_human(client, org_a):
+def test_person_linked_token_is_an_agent_of_its_own_acting_for_them(client, org_a):
+    # spec §6 rule 4: a token is always an agent client, even one a person signed in for; it is recorded
+    # as an agent of its own (never as the person), and an operator's operator rights do not pass to it.
     user = User.objects.create_user("op@example.com", "pw")
     Membership.objects.create(user=user, organization=org_a, is_operator=True)
     token = mint_person_token(user)
-    assert client.get(WHOAMI, **bearer(token)).json() == {
+    seen = client.get(WHOAMI, **bearer(token)).json()
+    agent = Agent.objects.get(for_user=user)
+    assert agent.name == "person app" and agent.organization == org_a
+    assert seen == {
         "organization": "org-a",
         "kind": "agent",
-        "ref": f"u_{user.pk}",
+        "ref": f"a_{agent.pk}",
         "is_human": False,
         "via_client": True,
-        "is_operator": True,
+        "is_operator": False,
         "email": "op@example.com",
     }
 
@@ -391,7 +405,7 @@ def test_authorization_code_with_pkce_gives_a_non_human_token(client, org_a):
     assert response.status_code == 200, response.content
     client.logout()
     seen = client.get(WHOAMI, **bearer(response.json()["access_token"])).json()
-    assert seen["ref"] == f"u_{user.pk}"
+    assert seen["ref"] == f"a_{Agent.objects.get(for_user=user, connected_client_id=app.id).pk}"
     assert seen["is_human"] is False and seen["via_client"] is True and seen["kind"] == "agent"
 
 

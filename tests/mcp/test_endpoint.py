@@ -358,10 +358,11 @@ def test_a_supported_or_absent_protocol_version_header_is_accepted(mcp, version)
     assert response.status_code == 200 and response.json()["result"] == {}
 
 
-@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2026-07-28", "latest", ""])
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2027-01-01", "latest", ""])
 def test_an_unsupported_protocol_version_header_is_400(mcp, version):
-    error = assert_jsonrpc_error(mcp.request("ping", HTTP_MCP_PROTOCOL_VERSION=version), 400, -32600)
-    assert error["data"]["supported"] == list(MCP_VERSIONS)
+    # MCP 2026-07-28, basic/lifecycle: -32022 names the versions the server speaks, for either era.
+    error = assert_jsonrpc_error(mcp.request("ping", HTTP_MCP_PROTOCOL_VERSION=version), 400, -32022)
+    assert error["data"] == {"supported": [*MCP_VERSIONS, "2026-07-28"], "requested": version}
 
 
 def test_the_body_must_be_json_that_we_may_answer_in_json(mcp):

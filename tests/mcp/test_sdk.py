@@ -207,21 +207,31 @@ def test_the_official_client_renews_and_escalates_a_step_it_cannot_finish(server
     assert outcome["again"]["ok"] is False
 
 
-def test_the_official_client_in_its_default_auto_mode_falls_back_to_the_handshake(server):
-    # mcp.Client first probes `server/discover` at a revision we do not speak, then initializes.
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("auto", ("2026-07-28",)), ("2026-07-28", ("2026-07-28",)), ("legacy", MCP_VERSIONS)],
+)
+def test_the_official_client_in_each_mode_works_a_run(server, mode, expected):
+    # `auto` probes `server/discover` and, finding 2026-07-28, stays stateless; `legacy` initializes.
     base, token = server
 
     async def agent():
         async with (
             httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
-            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http), mode=mode) as client,
         ):
-            result = await client.call_tool("describe", {})
-            return client.session.protocol_version, result.structured_content
+            described = await client.call_tool("describe", {})
+            tools = await client.list_tools()
+            started = await client.call_tool(
+                "start_run", {"process": "screening", "inputs": {"vendor": "Acme"}, "requestId": rid()}
+            )
+            return client.session.protocol_version, described.structured_content, tools, started.structured_content
 
-    version, envelope = asyncio.run(agent())
-    assert version in MCP_VERSIONS
+    version, envelope, tools, started = asyncio.run(agent())
+    assert version in expected
     assert envelope["ok"] is True and envelope["data"]["protocol"] == "agentprocess"
+    assert {tool.name for tool in tools.tools} == set(TOOLS)
+    assert started["ok"] is True and started["data"]["run"]["state"] == "active"
 
 
 def test_the_official_client_gets_json_rpc_errors_for_unknown_tools(server):
