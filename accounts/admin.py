@@ -5,10 +5,14 @@ from django.contrib import admin
 from django.contrib.auth import admin as auth_admin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import Group as AuthGroup
+from django.contrib import messages
 from django.db.models import Count
+from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
 
+from accounts import connections
 from accounts.models import Agent, Group, Membership, Organization, User
+from accounts.oauth import absolute_url, new_secret, save_new_agent
 
 # Django's own permission groups are not the groups roles bind to; hiding them avoids confusing the two.
 if admin.site.is_registered(AuthGroup):
@@ -123,10 +127,112 @@ class GroupAdmin(admin.ModelAdmin):
         return super().get_queryset(request).annotate(member_count=Count("members"))
 
 
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        # The name is unique among an organization's own agents (a constraint whose condition names a
+        # field this form does not show, so Django would not check it here).
+        organization, name = cleaned.get("organization"), cleaned.get("name")
+        if self.instance.pk is None and organization and name:
+            if Agent.objects.filter(organization=organization, name=name, for_user__isnull=True).exists():
+                self.add_error("name", _("An agent of this name already exists in this organization."))
+        return cleaned
+
+
+class AgentKind(admin.SimpleListFilter):
+    title = _("kind")
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return [("own", _("made by an administrator")), ("connected", _("connected by a person"))]
+
+    def queryset(self, request, queryset):
+        if self.value() == "own":
+            return queryset.filter(for_user__isnull=True)
+        if self.value() == "connected":
+            return queryset.filter(for_user__isnull=False)
+        return queryset
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ("name", "organization", "client_id", "is_active", "created_at")
-    list_filter = ("organization", "is_active")
-    search_fields = ("name", "client_id")
-    # The OAuth client is created and linked elsewhere; editing the id here would orphan it.
-    readonly_fields = ("client_id", "created_at")
+    """Agents: adding one makes its OAuth client and shows the client id and secret once.
+
+    Agents that people connected from an MCP client are listed too; they can be disconnected here, but
+    their client and person are not the administrator's to change.
+    """
+
+    form = AgentForm
+    list_display = ("name", "organization", "for_user", "client_id", "is_active", "last_used_at", "created_at")
+    list_filter = ("organization", "is_active", AgentKind)
+    search_fields = ("name", "client_id", "connected_client_id", "for_user__email")
+    list_select_related = ("organization", "for_user")
+    actions = ("give_new_secret", "disconnect")
+    add_fields = ("organization", "name")
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return self.add_fields
+        if obj.is_connected:
+            return ("name", "organization", "for_user", "connected_client_id", "is_active", "created_at", "last_used_at")
+        return ("name", "organization", "client_id", "is_active", "created_at", "last_used_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        # The OAuth client is made and linked here once; editing the id would orphan it. A connected
+        # agent belongs to the person and client that made it.
+        fixed = ("client_id", "created_at", "last_used_at", "organization")
+        if obj.is_connected:
+            return (*fixed, "name", "for_user", "connected_client_id")
+        return fixed
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        request.agent_credentials = [(obj, save_new_agent(obj))]
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return self._credentials_page(request, title=_("Agent added"))
+
+    def _credentials_page(self, request, *, title):
+        rows = [
+            {"agent": agent, "client_id": agent.client_id, "secret": secret}
+            for agent, secret in getattr(request, "agent_credentials", [])
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "rows": rows,
+            "opts": self.model._meta,
+            "token_endpoint": absolute_url(request, "/identity/o/api/token"),
+        }
+        response = TemplateResponse(request, "admin/accounts/agent/credentials.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(description=_("Give new secrets to the selected agents (old secrets and tokens stop working)"))
+    def give_new_secret(self, request, queryset):
+        own = list(queryset.filter(client_id__isnull=False, for_user__isnull=True))
+        skipped = queryset.count() - len(own)
+        if skipped:
+            self.message_user(
+                request, _("%d connected agents were skipped: they have no secret of their own.") % skipped,
+                messages.WARNING,
+            )
+        if not own:
+            return None
+        request.agent_credentials = [(agent, new_secret(agent)) for agent in own]
+        return self._credentials_page(request, title=_("New secrets"))
+
+    @admin.action(description=_("Disconnect the selected connected agents (their next call is refused)"))
+    def disconnect(self, request, queryset):
+        connected = list(queryset.filter(for_user__isnull=False, is_active=True))
+        for agent in connected:
+            connections.disconnect(agent)
+        self.message_user(request, _("%d agents disconnected.") % len(connected), messages.SUCCESS)

@@ -116,10 +116,8 @@ class OIDCAdapter(DefaultOIDCAdapter):
         client.set_default_scopes([API_SCOPE])
 
 
-def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, str]:
-    """Create an agent and its confidential client-credentials client; return (agent, client_id, secret)."""
-    if Agent.objects.filter(organization=organization, name=name).exists():
-        raise AgentNameTaken(name)
+def _agent_client(organization: Organization, name: str) -> tuple[Client, str]:
+    """A new (unsaved) confidential client-credentials client for an agent, and its secret."""
     secret = get_adapter().generate_client_secret()
     client = Client(
         name=f"{organization.slug}/{name}"[:100],
@@ -135,16 +133,47 @@ def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, 
     client.set_redirect_uris([])
     client.set_scopes([API_SCOPE])
     client.set_default_scopes([API_SCOPE])
+    return client, secret
+
+
+def save_new_agent(agent: Agent) -> str:
+    """Save a new agent with a client-credentials client of its own; return the secret (shown only once)."""
+    client, secret = _agent_client(agent.organization, agent.name)
     try:
         with transaction.atomic():
             client.save(force_insert=True)
-            agent = Agent.objects.create(organization=organization, name=name, client_id=client.id)
+            agent.client_id = client.id
+            agent.save(force_insert=True)
     except IntegrityError as exc:
-        # Another process created the same name between the check and the insert.
-        if Agent.objects.filter(organization=organization, name=name).exists():
-            raise AgentNameTaken(name) from exc
+        # Another process created the same name between the caller's check and the insert.
+        agent.client_id = None
+        if Agent.objects.filter(organization=agent.organization, name=agent.name, for_user__isnull=True).exists():
+            raise AgentNameTaken(agent.name) from exc
         raise
-    return agent, client.id, secret
+    return secret
+
+
+def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, str]:
+    """Create an agent and its confidential client-credentials client; return (agent, client_id, secret)."""
+    if Agent.objects.filter(organization=organization, name=name, for_user__isnull=True).exists():
+        raise AgentNameTaken(name)
+    agent = Agent(organization=organization, name=name)
+    secret = save_new_agent(agent)
+    return agent, agent.client_id, secret
+
+
+def new_secret(agent: Agent) -> str:
+    """Give an administrator's agent a new client secret and end its tokens; return the secret (shown once).
+
+    The old secret stops working at once, and so does every token got with it.
+    """
+    if agent.client_id is None:
+        raise ValueError(f"agent {agent.pk} has no client of its own (a person connected it)")
+    secret = get_adapter().generate_client_secret()
+    with transaction.atomic():
+        Client.objects.filter(pk=agent.client_id).update(secret=make_password(secret))
+        Token.objects.filter(client_id=agent.client_id).delete()
+    return secret
 
 
 def _covers(granted: str, expected: str) -> bool:

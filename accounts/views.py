@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_not_required, login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -116,10 +117,10 @@ class ConsentView(oidc_views.AuthorizationView):
     template_name = "accounts/authorize.html"
 
     def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        return self._member_only(request) or super().get(request, *args, **kwargs)
+        return self._member_only(request) or _error_status(super().get(request, *args, **kwargs))
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        return self._member_only(request) or super().post(request, *args, **kwargs)
+        return self._member_only(request) or _error_status(super().post(request, *args, **kwargs))
 
     def _member_only(self, request: HttpRequest) -> HttpResponse | None:
         if request.user.is_authenticated and getattr(request.user, "membership", None) is None:
@@ -148,6 +149,17 @@ class ConsentView(oidc_views.AuthorizationView):
             scopes=form_scopes(context["form"]),
         )
         return context
+
+
+def _error_status(response: HttpResponse) -> HttpResponse:
+    """Give allauth's error page (an unknown client, a redirect URI it never registered) a 400 status.
+
+    The consent form is a TemplateResponse and every answer to the client a redirect; a plain 200 page
+    is the error allauth shows the person instead of redirecting to an address it cannot trust.
+    """
+    if response.status_code == 200 and not isinstance(response, TemplateResponse):
+        response.status_code = 400
+    return response
 
 
 def form_scopes(form) -> list[str]:

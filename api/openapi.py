@@ -6,6 +6,7 @@ import copy
 import json
 from functools import cache
 
+from accounts.connections import API_SCOPE
 from processes.capabilities import TOOLS
 from runs.arguments import SCHEMA_DIR
 
@@ -88,7 +89,7 @@ def tool_paths() -> tuple[dict, dict]:
                 "operationId": tool,
                 "summary": SUMMARIES[tool],
                 "tags": ["tools"],
-                "security": [{"oauth2Bearer": []}, {"browserSession": []}],
+                "security": [{"oauth2": [API_SCOPE]}, {"browserSession": []}],
                 # A tool whose every argument is optional takes no body at all as `{}`.
                 "requestBody": {"required": bool(arguments.get("required")),
                                 "content": {"application/json": {"schema": arguments}}},

@@ -53,8 +53,10 @@ def names_for(organization, refs) -> dict[str, str]:
             full = user.get_full_name().strip()
             names[user.ref] = f"{full} ({user.email})" if full else user.email
     if agent_ids:
-        for pk, name in Agent.objects.filter(pk__in=agent_ids, organization=organization).values_list("pk", "name"):
-            names[f"a_{pk}"] = f"{name} (agent)"
+        agents = Agent.objects.filter(pk__in=agent_ids, organization=organization)
+        for pk, name, for_email in agents.values_list("pk", "name", "for_user__email"):
+            # An agent a person connected says whom it acts for.
+            names[f"a_{pk}"] = f"{name} (agent, for {for_email})" if for_email else f"{name} (agent)"
     if group_ids:
         for pk, name in Group.objects.filter(pk__in=group_ids, organization=organization).values_list("pk", "name"):
             names[f"g_{pk}"] = name

@@ -87,7 +87,7 @@ def test_add_agent_prints_credentials_once_and_stores_only_a_hash(db):
     call_command("add_agent", "invoice-bot", stdout=out)
     lines = out.getvalue().splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("client_id=") and lines[1].startswith("client_secret=")
+    assert lines[0].startswith("CLIENT_ID=") and lines[1].startswith("CLIENT_SECRET=")
     client_id, secret = lines[0].split("=", 1)[1], lines[1].split("=", 1)[1]
     agent = Agent.objects.get(name="invoice-bot")
     assert agent.organization.slug == "default"

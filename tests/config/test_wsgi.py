@@ -48,7 +48,7 @@ def test_a_node_reads_a_chunked_tool_call_and_refuses_one_too_large(tmp_path):
         printed = manage(env, "add_agent", "chunky")
         credentials = dict(line.split("=", 1) for line in printed.split() if "=" in line)
         token = requests.post(f"{base}/identity/o/api/token", timeout=30,
-                              auth=(credentials["client_id"], credentials["client_secret"]),
+                              auth=(credentials["CLIENT_ID"], credentials["CLIENT_SECRET"]),
                               data={"grant_type": "client_credentials", "scope": "agentprocess"}).json()
         headers = {"Authorization": f"Bearer {token['access_token']}", "Content-Type": "application/json"}
 

@@ -31,5 +31,6 @@ class Command(BaseCommand):
             _agent, client_id, client_secret = create_agent(organization=organization, name=name)
         except AgentNameTaken:
             raise CommandError(f"agent '{name}' already exists in organization '{org}'") from None
-        self.stdout.write(f"client_id={client_id}")
-        self.stdout.write(f"client_secret={client_secret}")
+        # Shell assignments, so `eval "$(python manage.py add_agent NAME)"` sets both.
+        self.stdout.write(f"CLIENT_ID={client_id}")
+        self.stdout.write(f"CLIENT_SECRET={client_secret}")
