@@ -1,11 +1,10 @@
 """Admin for organizations, people, their memberships, groups and agents."""
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import admin as auth_admin
 from django.contrib.auth.forms import AdminUserCreationForm, UserChangeForm
 from django.contrib.auth.models import Group as AuthGroup
-from django.contrib import messages
 from django.db.models import Count
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
@@ -130,16 +129,16 @@ class GroupAdmin(admin.ModelAdmin):
 class AgentForm(forms.ModelForm):
     class Meta:
         model = Agent
-        fields = "__all__"
+        fields = ("organization", "name", "is_active")
 
     def clean(self):
         cleaned = super().clean()
         # The name is unique among an organization's own agents (a constraint whose condition names a
         # field this form does not show, so Django would not check it here).
         organization, name = cleaned.get("organization"), cleaned.get("name")
-        if self.instance.pk is None and organization and name:
-            if Agent.objects.filter(organization=organization, name=name, for_user__isnull=True).exists():
-                self.add_error("name", _("An agent of this name already exists in this organization."))
+        taken = Agent.objects.filter(organization=organization, name=name, for_user__isnull=True)
+        if self.instance.pk is None and organization and name and taken.exists():
+            self.add_error("name", _("An agent of this name already exists in this organization."))
         return cleaned
 
 

@@ -16,7 +16,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
-from allauth.idp.oidc.models import Token
 from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
