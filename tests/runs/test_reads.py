@@ -117,3 +117,23 @@ def test_openapi_schema_and_docs_are_served(client):
     assert sources and all(source.startswith("/") for source in sources), sources
     for source in sources:
         assert client.get(source).status_code == 200, source
+
+
+def test_the_docs_page_can_authorize_with_an_agent_s_client_credentials(client, org):
+    # The schema's OAuth2 scheme is what Swagger UI's Authorize button follows: its clientCredentials
+    # token URL, given an agent's id and secret, hands out a token the tools accept.
+    from accounts.oauth import create_agent
+
+    document = json.loads(client.get("/api/schema/", HTTP_ACCEPT="application/json").content)
+    scheme = document["components"]["securitySchemes"]["oauth2"]
+    assert scheme["type"] == "oauth2"
+    flow = scheme["flows"]["clientCredentials"]
+    assert "agentprocess" in flow["scopes"]
+    assert document["paths"]["/api/tools/describe"]["post"]["security"][0] == {"oauth2": ["agentprocess"]}
+    _agent, client_id, secret = create_agent(organization=org, name="docs-reader")
+    answer = client.post(flow["tokenUrl"], {"grant_type": "client_credentials", "scope": "agentprocess",
+                                            "client_id": client_id, "client_secret": secret})
+    assert answer.status_code == 200, answer.content
+    described = client.post("/api/tools/describe", "{}", content_type="application/json",
+                            HTTP_AUTHORIZATION=f"Bearer {answer.json()['access_token']}")
+    assert described.status_code == 200 and described.json()["ok"] is True
