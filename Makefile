@@ -28,7 +28,7 @@ demo: migrate
 	$(BIN)/python manage.py demo_data
 
 run: demo
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py serve 127.0.0.1:$(PORT)
+	DEBUG=$${DEBUG:-1} DEMO_AGENT=$${DEMO_AGENT:-1} $(BIN)/python manage.py serve 127.0.0.1:$(PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/pytest $(PYTEST_MARK) $(TEST_ARGS)

@@ -248,6 +248,10 @@ SWEEP_SECONDS = env_int("SWEEP_SECONDS", 5)
 CELERY_BEAT_SCHEDULE = {
     "sweep-due-runs": {"task": "runs.tasks.sweep", "schedule": float(SWEEP_SECONDS)},
 }
+# `serve` (what `make run` starts) also runs the demo agent, which works the demo processes' agent steps
+# through the REST API; DEMO_AGENT=0 turns it off (a client under test may want the agent steps itself).
+DEMO_AGENT = env_bool("DEMO_AGENT", False)
+DEMO_AGENT_PAUSE = float(os.environ.get("DEMO_AGENT_PAUSE", "3"))
 # `make run` (no Redis) runs the sweep in a thread of the server process.
 IN_PROCESS_SWEEP = env_bool("IN_PROCESS_SWEEP", False)
 
