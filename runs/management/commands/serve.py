@@ -21,9 +21,8 @@ class Command(BaseCommand):
         call_command("runserver", options["addrport"], use_reloader=False)
 
     def _start_demo_agent(self, addrport: str) -> None:
-        from processes.management.commands.demo_agent import demo_agent
-
         from accounts.models import Organization
+        from processes.management.commands.demo_agent import demo_agent
 
         host, _, port = addrport.rpartition(":")
         try:
