@@ -85,14 +85,16 @@ class DemoAgent:
 
     def run_once(self) -> int:
         """Work every ready agent step of the demo processes; return how many were handed in."""
-        done = 0
-        for process in sorted(self.processes):
-            found = self.call("get_work", process=process)
-            for item in (found.get("data") or {}).get("items", []):
-                if self.work(item):
+        done, cursor = 0, None
+        while True:
+            found = (self.call("get_work", cursor=cursor) if cursor else self.call("get_work")).get("data") or {}
+            for item in found.get("items", []):
+                if item["process"] in self.processes and self.work(item):
                     done += 1
                     time.sleep(self.pause)
-        return done
+            cursor = found.get("nextCursor")
+            if not cursor:
+                return done
 
     def work(self, item: dict) -> bool:
         claimed = self.call("claim", **{**item["claim"]["arguments"], "requestId": str(uuid.uuid4())})

@@ -7,6 +7,10 @@ from django.core.management.base import BaseCommand
 from runs.timers import start_sweeper
 
 
+# Seconds between two looks for work; one get_work call each.
+DEMO_AGENT_INTERVAL = 5.0
+
+
 class Command(BaseCommand):
     help = "Serve the site with the timer sweep in-process (the embedded default: no Redis, no Celery)."
 
@@ -31,7 +35,7 @@ class Command(BaseCommand):
             self.stdout.write("No default organization, so no demo agent (run `manage.py demo_data` first).")
             return
         thread = threading.Thread(
-            target=agent.forever, args=(settings.DEMO_AGENT_PAUSE, threading.Event()), name="demo-agent", daemon=True
+            target=agent.forever, args=(DEMO_AGENT_INTERVAL, threading.Event()), name="demo-agent", daemon=True
         )
         thread.start()
         self.stdout.write("The demo agent works the demo processes' agent steps (DEMO_AGENT=0 turns it off).")
