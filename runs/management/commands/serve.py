@@ -6,7 +6,6 @@ from django.core.management.base import BaseCommand
 
 from runs.timers import start_sweeper
 
-
 # Seconds between two looks for work; one get_work call each.
 DEMO_AGENT_INTERVAL = 5.0
 
