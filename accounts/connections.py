@@ -22,6 +22,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Agent, User
+from base.storable import text_problem, unstorable
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
 API_SCOPE = "agentprocess"
@@ -60,7 +61,10 @@ def redirect_uri_problem(uri: str) -> str | None:
 
 def registration_problems(client: Client, metadata: dict) -> list[str]:
     """Every reason a dynamic registration is refused; empty when it may be saved."""
-    problems = []
+    # Text a database cannot store (NUL, lone surrogates) is refused here rather than failing the insert.
+    problems = unstorable(metadata)
+    if problems:
+        return problems
     if client.type != Client.Type.PUBLIC:
         problems.append(
             "only public clients may register here (token_endpoint_auth_method \"none\", with PKCE); "
@@ -192,6 +196,11 @@ def held_to_policy(sender, instance: Client, **kwargs) -> None:
     grants = [g for g in instance.get_grant_types() if g in {"authorization_code", "refresh_token"}]
     instance.set_grant_types(grants or ["authorization_code"])
     instance.set_response_types(["code"])
-    instance.set_redirect_uris([u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None])
+    instance.set_redirect_uris(
+        [u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None and text_problem(u) is None]
+    )
+    if text_problem(instance.name):
+        instance.name = urlsplit(instance.id).hostname or ""
+    instance.data = {**instance.data, "client_metadata": {}} if unstorable(instance.data) else instance.data
     instance.set_scopes(client_scopes(instance.get_scopes()))
     instance.set_default_scopes([API_SCOPE])

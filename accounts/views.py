@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from accounts import connections
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
+from base.storable import unstorable
 
 
 def _public(response: JsonResponse) -> JsonResponse:
@@ -73,6 +74,7 @@ def _basic_client_id(request: HttpRequest) -> str | None:
 def _token_request_checked(view):
     """Run one of allauth's token-endpoint views, answering as RFC 6749 and RFC 8707 say where it does not.
 
+    - A form value a database cannot store (NUL, a lone surrogate) is 400 invalid_request.
     - A malformed `resource` is 400 invalid_target (allauth raises it as a bare ValidationError).
     - A client named only in the Basic header has its id copied into the form, where allauth's client
       lookup reads it; a request naming no client at all is 401 invalid_client.
@@ -82,6 +84,8 @@ def _token_request_checked(view):
     @csrf_exempt
     @login_not_required
     def checked(request: HttpRequest, *args, **kwargs):
+        if request.method == "POST" and (problems := unstorable(dict(request.POST.items()))):
+            return _oauth_error("invalid_request", "; ".join(problems), 400)
         if request.method == "POST" and not request.POST.get("client_id"):
             client_id = _basic_client_id(request)
             if client_id is not None:

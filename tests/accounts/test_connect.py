@@ -492,3 +492,46 @@ def test_call_tool_directly_with_the_connected_identity_is_an_agent(client, alic
     identity = identity_for_token(connect(client, alice, client_id)["access_token"])
     assert identity.is_agent and not identity.is_operator and identity.email == "alice@example.com"
     assert call_tool(identity, "describe", {})["protocol"] == "agentprocess"
+
+
+# --- text a database cannot store (NUL, lone surrogates) is refused, never a 500 ---
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"redirect_uris": ["http://127.0.0.1/c\x00b"]},
+        {"scope": "agentprocess \ud800"},
+        {"client_name": "a\x00b"},
+        {"logo_uri": "https://x.example/\x00"},
+    ],
+)
+def test_a_registration_holding_unstorable_text_is_refused(client, metadata):
+    status, body = register(client, **metadata)
+    assert status == 400 and body["error"] == "invalid_client_metadata", body
+    assert not OAuthClient.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "form"),
+    [
+        ("/identity/o/api/token", {"grant_type": "authorization_code", "client_id": "a\x00b", "code": "x"}),
+        ("/identity/o/api/token", {"grant_type": "client_credentials", "client_id": "a\x00b", "client_secret": "s"}),
+        ("/identity/o/api/token", {"grant_type": "refresh_token", "client_id": "abc", "refresh_token": "\x00"}),
+        ("/identity/o/api/revoke", {"token": "x", "client_id": "a\x00"}),
+    ],
+)
+def test_a_token_request_holding_unstorable_text_is_invalid_request(client, path, form):
+    response = client.post(path, form)
+    assert response.status_code == 400 and response.json()["error"] == "invalid_request"
+
+
+def test_a_metadata_document_holding_unstorable_text_is_stored_without_it(db):
+    client = OAuthClient(id="https://client.example/meta.json", name="bad\x00name", type=OAuthClient.Type.PUBLIC)
+    client.set_redirect_uris(["http://127.0.0.1:7777/cb", "https://app.example/\x00"])
+    client.data = {"cimd": True, "client_metadata": {"logo_uri": "\ud800"}, "updated_at": 0}
+    client.save()
+    client.refresh_from_db()
+    assert client.name == "client.example"
+    assert client.get_redirect_uris() == ["http://127.0.0.1:7777/cb"]
+    assert client.data["client_metadata"] == {}
