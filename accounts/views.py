@@ -195,7 +195,7 @@ def connected_agents(request: HttpRequest) -> HttpResponse:
     agents = _visible_agents(request)
     if request.method == "POST":
         chosen = request.POST.get("agent", "")
-        agent = agents.filter(pk=int(chosen)).first() if chosen.isdigit() and len(chosen) < 19 else None
+        agent = agents.filter(pk=int(chosen)).first() if chosen.isascii() and chosen.isdigit() and len(chosen) < 19 else None
         if agent is None:
             messages.error(request, "That agent is not one you can disconnect.")
         else:

@@ -463,6 +463,13 @@ def test_operators_see_and_disconnect_everyone_s_in_their_organization(client, a
     assert McpClient(client, bobs["access_token"]).request("tools/list").status_code == 401
 
 
+@pytest.mark.parametrize("chosen", ["²", "x", "", "9" * 40, "-1"])
+def test_disconnecting_something_that_is_no_agent_of_yours_changes_nothing(client, alice, chosen):
+    client.force_login(alice)
+    response = client.post("/accounts/agents/", {"agent": chosen}, follow=True)
+    assert response.status_code == 200 and b"not one you can disconnect" in response.content
+
+
 def test_the_connected_agents_page_checks_csrf_and_sign_in(alice):
     browser = Client(enforce_csrf_checks=True)
     assert browser.get("/accounts/agents/").status_code == 302
