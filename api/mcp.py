@@ -303,8 +303,12 @@ def _valid_id(value) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
-    """Answer one decoded message: a request gets its response, anything else a 202."""
+def _request_of(message, *, answers_accepted: bool) -> tuple[object, str] | HttpResponse:
+    """Return the id and method of one JSON-RPC request, or the answer to anything else.
+
+    A notification gets 202; so does a client's answer to a request, where `answers_accepted` (the
+    handshake revisions, which have server-to-client requests); anything malformed its 400.
+    """
     if isinstance(message, list):
         return _error(INVALID_REQUEST, "Batches are not supported: POST one JSON-RPC message.", status=400)
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -315,7 +319,7 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
     if problems:
         return _error(INVALID_REQUEST, "Invalid request: " + "; ".join(problems), status=400)
     if "method" not in message:
-        if "id" in message and ("result" in message or "error" in message):
+        if answers_accepted and "id" in message and ("result" in message or "error" in message):
             # A client's answer to a request we never send; nothing waits for it.
             return _accepted()
         return _error(INVALID_REQUEST, "Invalid request: no method.", status=400)
@@ -328,16 +332,30 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
     request_id = message["id"]
     if not _valid_id(request_id):
         return _error(INVALID_REQUEST, "Invalid request: id must be a string or an integer.", status=400)
+    return request_id, method
+
+
+def _check_own_params(params: dict) -> None:
+    """Raise RpcError when params outside a tool's `arguments` hold text a database cannot store."""
+    # A tool's arguments are the tool's to name (runs.arguments.check_arguments); the rest is ours.
+    problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
+    if problems:
+        raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems), status=400)
+
+
+def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
+    """Answer one decoded message: a request gets its response, anything else a 202."""
+    found = _request_of(message, answers_accepted=True)
+    if isinstance(found, HttpResponse):
+        return found
+    request_id, method = found
     params = message.get("params", {})
     try:
         if params is None:
             params = {}
         if not isinstance(params, dict):
             raise RpcError(INVALID_PARAMS, "Invalid params: expected an object.")
-        # A tool's arguments are the tool's to name (runs.arguments.check_arguments); the rest is ours.
-        problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
-        if problems:
-            raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems), status=400)
+        _check_own_params(params)
         handler = METHODS.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {printable(method)}")
@@ -352,25 +370,11 @@ def _answer(request: HttpRequest, identity: Identity, message) -> HttpResponse:
 
 def _answer_modern(request: HttpRequest, identity: Identity, message) -> HttpResponse:
     """Answer one 2026-07-28 message: check its envelope against the headers, then dispatch it."""
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return _error(
-            INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object.", status=400
-        )
-    problems = unstorable({key: value for key, value in message.items() if key != "params"})
-    if problems:
-        return _error(INVALID_REQUEST, "Invalid request: " + "; ".join(problems), status=400)
-    method = message.get("method")
-    if not isinstance(method, str):
-        # At this revision a client never posts a response, and a request names its method.
-        return _error(
-            INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object.", status=400
-        )
-    if "id" not in message:
-        # No client-to-server notification means anything at this revision; a stateless server drops it.
-        return _accepted()
-    request_id = message["id"]
-    if not _valid_id(request_id):
-        return _error(INVALID_REQUEST, "Invalid request: id must be a string or an integer.", status=400)
+    # At this revision a client never answers the server, so a posted response is malformed.
+    found = _request_of(message, answers_accepted=False)
+    if isinstance(found, HttpResponse):
+        return found
+    request_id, method = found
     params = message.get("params")
     try:
         if not isinstance(params, dict):
@@ -379,9 +383,7 @@ def _answer_modern(request: HttpRequest, identity: Identity, message) -> HttpRes
                 f"params must be an object whose _meta carries {PROTOCOL_VERSION_META!r} and "
                 f"{CLIENT_CAPABILITIES_META!r}.",
             )
-        problems = unstorable({key: value for key, value in params.items() if key != "arguments"}, "params")
-        if problems:
-            raise RpcError(INVALID_PARAMS, "Invalid params: " + "; ".join(problems))
+        _check_own_params(params)
         version = _envelope_version(request, method, params)
         handler = MODERN_METHODS.get(method)
         if handler is None:
