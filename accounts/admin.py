@@ -11,7 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts import connections
 from accounts.models import Agent, Group, Membership, Organization, User
-from accounts.oauth import absolute_url, new_secret, save_new_agent
+from accounts.oauth import absolute_url, name_taken, new_secret, save_new_agent
 
 # Django's own permission groups are not the groups roles bind to; hiding them avoids confusing the two.
 if admin.site.is_registered(AuthGroup):
@@ -136,8 +136,7 @@ class AgentForm(forms.ModelForm):
         # The name is unique among an organization's own agents (a constraint whose condition names a
         # field this form does not show, so Django would not check it here).
         organization, name = cleaned.get("organization"), cleaned.get("name")
-        taken = Agent.objects.filter(organization=organization, name=name, for_user__isnull=True)
-        if self.instance.pk is None and organization and name and taken.exists():
+        if self.instance.pk is None and organization and name and name_taken(organization, name):
             self.add_error("name", _("An agent of this name already exists in this organization."))
         return cleaned
 

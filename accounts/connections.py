@@ -22,13 +22,15 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Agent, User
-from base.storable import text_problem, unstorable
+from base.storable import printable, text_problem, unstorable
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
 API_SCOPE = "agentprocess"
 # Scopes a self-registered client may hold beside the tools' own: sign-in claims about the person.
 IDENTITY_SCOPES = frozenset({"openid", "profile", "email"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+# The grants a self-named client may hold: a person's sign-in, and refreshing what it gave.
+SELF_NAMED_GRANTS = frozenset({Client.GrantType.AUTHORIZATION_CODE, Client.GrantType.REFRESH_TOKEN})
 # How often a connected agent's `last_used_at` is written: once a minute at most, not once a call.
 LAST_USED_PRECISION = timedelta(minutes=1)
 
@@ -43,7 +45,10 @@ def redirect_uri_problem(uri: str) -> str | None:
 
     Only two kinds may receive an authorization code: an `https` address, or an `http` address on this
     machine's loopback interface (RFC 8252 §7.3), which a desktop or command-line client listens on.
+    Neither may hold text a database cannot store.
     """
+    if (problem := text_problem(uri)) is not None:
+        return f"{printable(uri, 200)}: {problem}"
     try:
         parts = urlsplit(uri)
         host = parts.hostname
@@ -70,9 +75,7 @@ def registration_problems(client: Client, metadata: dict) -> list[str]:
             "only public clients may register here (token_endpoint_auth_method \"none\", with PKCE); "
             "an agent with a secret of its own is added by an administrator"
         )
-    extra_grants = set(client.get_grant_types()) - {
-        Client.GrantType.AUTHORIZATION_CODE, Client.GrantType.REFRESH_TOKEN
-    }
+    extra_grants = set(client.get_grant_types()) - SELF_NAMED_GRANTS
     if extra_grants:
         problems.append(f"grant types {', '.join(sorted(extra_grants))} are not offered to registered clients")
     if set(client.get_response_types()) != {"code"}:
@@ -104,13 +107,14 @@ def address_problem(url: str) -> str | None:
     return None
 
 
+def metadata_host(client: Client) -> str | None:
+    """The host of the metadata document a client's id names, or None for a client with a plain id."""
+    return urlsplit(client.id).hostname if client.id.startswith("https:") else None
+
+
 def display_name(client: Client) -> str:
     """The name a client gave itself (unverified), else its metadata URL's host, else its id."""
-    if client.name:
-        return client.name
-    if client.id.startswith("https:"):
-        return urlsplit(client.id).hostname or client.id
-    return client.id
+    return client.name or metadata_host(client) or client.id
 
 
 def logo_uri(client: Client) -> str | None:
@@ -193,14 +197,12 @@ def held_to_policy(sender, instance: Client, **kwargs) -> None:
         return
     instance.type = Client.Type.PUBLIC
     instance.skip_consent = False
-    grants = [g for g in instance.get_grant_types() if g in {"authorization_code", "refresh_token"}]
-    instance.set_grant_types(grants or ["authorization_code"])
+    grants = [g for g in instance.get_grant_types() if g in SELF_NAMED_GRANTS]
+    instance.set_grant_types(grants or [Client.GrantType.AUTHORIZATION_CODE])
     instance.set_response_types(["code"])
-    instance.set_redirect_uris(
-        [u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None and text_problem(u) is None]
-    )
+    instance.set_redirect_uris([u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None])
     if text_problem(instance.name):
-        instance.name = urlsplit(instance.id).hostname or ""
+        instance.name = metadata_host(instance) or ""
     instance.data = {**instance.data, "client_metadata": {}} if unstorable(instance.data) else instance.data
     instance.set_scopes(client_scopes(instance.get_scopes()))
     instance.set_default_scopes([API_SCOPE])

@@ -136,6 +136,11 @@ def _agent_client(organization: Organization, name: str) -> tuple[Client, str]:
     return client, secret
 
 
+def name_taken(organization: Organization, name: str) -> bool:
+    """Tell whether one of the organization's own agents (not one a person connected) has this name."""
+    return Agent.objects.filter(organization=organization, name=name, for_user__isnull=True).exists()
+
+
 def save_new_agent(agent: Agent) -> str:
     """Save a new agent with a client-credentials client of its own; return the secret (shown only once)."""
     client, secret = _agent_client(agent.organization, agent.name)
@@ -147,7 +152,7 @@ def save_new_agent(agent: Agent) -> str:
     except IntegrityError as exc:
         # Another process created the same name between the caller's check and the insert.
         agent.client_id = None
-        if Agent.objects.filter(organization=agent.organization, name=agent.name, for_user__isnull=True).exists():
+        if name_taken(agent.organization, agent.name):
             raise AgentNameTaken(agent.name) from exc
         raise
     return secret
@@ -155,7 +160,7 @@ def save_new_agent(agent: Agent) -> str:
 
 def create_agent(*, organization: Organization, name: str) -> tuple[Agent, str, str]:
     """Create an agent and its confidential client-credentials client; return (agent, client_id, secret)."""
-    if Agent.objects.filter(organization=organization, name=name, for_user__isnull=True).exists():
+    if name_taken(organization, name):
         raise AgentNameTaken(name)
     agent = Agent(organization=organization, name=name)
     secret = save_new_agent(agent)

@@ -147,7 +147,7 @@ class ConsentView(oidc_views.AuthorizationView):
             client_name=connections.display_name(client),
             unverified=connections.is_self_registered(client),
             logo=connections.logo_uri(client),
-            metadata_host=urlsplit(client.id).hostname if client.id.startswith("https:") else None,
+            metadata_host=connections.metadata_host(client),
             redirect_host=redirect.netloc or redirect.scheme,
             organization=self.request.user.membership.organization,
             scopes=form_scopes(context["form"]),
@@ -203,15 +203,11 @@ def connected_agents(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"{agent.name} is disconnected; its next call is refused.")
         return redirect("connected-agents")
     clients = {c.id: c for c in Client.objects.filter(id__in=[a.connected_client_id for a in agents])}
-    rows = [
-        {
-            "agent": agent,
-            "client": clients.get(agent.connected_client_id),
-            "unverified": clients.get(agent.connected_client_id) is None
-            or connections.is_self_registered(clients[agent.connected_client_id]),
-        }
-        for agent in agents
-    ]
+    rows = []
+    for agent in agents:
+        client = clients.get(agent.connected_client_id)
+        # A client gone from the server can no longer vouch for anything it said.
+        rows.append({"agent": agent, "unverified": client is None or connections.is_self_registered(client)})
     return render(
         request,
         "accounts/connected_agents.html",

@@ -20,6 +20,9 @@ import requests
 
 log = logging.getLogger(__name__)
 
+# Seconds between two looks for work (one get_work call each).
+INTERVAL = 5.0
+
 
 def sample(name: str, spec, *, person: str):
     """A plausible value for one declared field (a type name, or a field object with type)."""

@@ -8,6 +8,7 @@ from django.test import Client
 
 from accounts.models import Agent, Membership, Organization, User
 from accounts.oauth import create_agent, identity_for_token
+from tests.accounts.test_oauth import basic
 from tests.mcp import client_credentials_token
 
 pytestmark = pytest.mark.django_db
@@ -89,9 +90,3 @@ def test_disconnecting_a_connected_agent_from_the_admin(admin_client, org):
         "/admin/accounts/agent/", {"action": "give_new_secret", "_selected_action": [connected.pk]}, follow=True
     )
     assert b"skipped" in response.content
-
-
-def basic(client_id: str, secret: str) -> str:
-    import base64
-
-    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()

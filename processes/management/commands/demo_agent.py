@@ -2,11 +2,12 @@
 
 import threading
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from accounts.models import DEFAULT_ORGANIZATION, Agent, Organization
 from accounts.oauth import create_agent, new_secret
-from processes.demo.agent import DemoAgent
+from processes.demo.agent import INTERVAL, DemoAgent
 from processes.management.commands.demo_data import CORE_FIXTURES, DEMO_PEOPLE
 
 DEMO_AGENT_NAME = "demo-agent"
@@ -36,8 +37,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="the server's base URL")
         parser.add_argument("--once", action="store_true", help="work what is ready now, then stop")
-        parser.add_argument("--pause", type=float, default=3.0, help="seconds between two steps")
-        parser.add_argument("--interval", type=float, default=5.0, help="seconds between two looks for work")
+        parser.add_argument(
+            "--pause", type=float, default=settings.DEMO_AGENT_PAUSE, help="seconds between two steps"
+        )
+        parser.add_argument("--interval", type=float, default=INTERVAL, help="seconds between two looks for work")
 
     def handle(self, *args, url, once, pause, interval, **options):
         agent = demo_agent(url, pause=pause)

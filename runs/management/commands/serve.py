@@ -6,9 +6,6 @@ from django.core.management.base import BaseCommand
 
 from runs.timers import start_sweeper
 
-# Seconds between two looks for work; one get_work call each.
-DEMO_AGENT_INTERVAL = 5.0
-
 
 class Command(BaseCommand):
     help = "Serve the site with the timer sweep in-process (the embedded default: no Redis, no Celery)."
@@ -25,6 +22,7 @@ class Command(BaseCommand):
 
     def _start_demo_agent(self, addrport: str) -> None:
         from accounts.models import Organization
+        from processes.demo.agent import INTERVAL
         from processes.management.commands.demo_agent import demo_agent
 
         host, _, port = addrport.rpartition(":")
@@ -34,7 +32,7 @@ class Command(BaseCommand):
             self.stdout.write("No default organization, so no demo agent (run `manage.py demo_data` first).")
             return
         thread = threading.Thread(
-            target=agent.forever, args=(DEMO_AGENT_INTERVAL, threading.Event()), name="demo-agent", daemon=True
+            target=agent.forever, args=(INTERVAL, threading.Event()), name="demo-agent", daemon=True
         )
         thread.start()
         self.stdout.write("The demo agent works the demo processes' agent steps (DEMO_AGENT=0 turns it off).")
