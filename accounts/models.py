@@ -41,11 +41,24 @@ class UserManager(BaseUserManager):
         return self._create_user(email, password, **extra_fields)
 
 
+class EmailNotices(models.TextChoices):
+    IMMEDIATELY = "immediately", "Immediately"
+    DIGEST = "digest", "A daily digest"
+    OFF = "off", "Off (in the app only)"
+
+
 class User(AbstractUser):
     """A person; they sign in with their email address."""
 
     username = None
     email = models.EmailField("email address", unique=True)
+    # How the pages show moments to this person; an IANA zone name (zoneinfo), UTC until they choose.
+    time_zone = models.CharField(max_length=64, default="UTC")
+    email_notices = models.CharField(
+        "email notices", max_length=16, choices=EmailNotices.choices, default=EmailNotices.IMMEDIATELY
+    )
+    # When their last daily digest went out: the next goes a day later.
+    last_digest_at = models.DateTimeField(null=True, blank=True)
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: list[str] = []

@@ -250,6 +250,12 @@ class WorkItem(Stateful):
     decision = models.CharField(max_length=16, null=True, blank=True)
     decided_by = models.CharField(max_length=64, null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Who said "I'm working on this", and since when: a note to colleagues, never a lock (spec §3.4 lets
+    # any member decide; the first decision wins). Each take and release is also kept (ItemTake).
+    taken_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
+    taken_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "work_workitem"  # its table since before it moved here from work
@@ -272,6 +278,9 @@ class WorkItem(Stateful):
             models.Index(fields=["assigned_group", "state", "created_at"], name="item_group_open"),
             models.Index(fields=["assigned_user", "state", "created_at"], name="item_user_open"),
             models.Index(fields=["organization", "state", "for_operators", "created_at"], name="item_ops_inbox"),
+            # "Taken by me": a person's taken items, open ones only.
+            models.Index(fields=["taken_by", "created_at"], name="item_taken_open",
+                         condition=models.Q(state=WorkItemState.OPEN, taken_by__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -282,8 +291,37 @@ class WorkItem(Stateful):
         return f"w_{self.pk}"
 
 
+class ItemTake(models.Model):
+    """One person's time on a work item, from taking it to letting it go (or to the item's close)."""
+
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="takes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    taken_at = models.DateTimeField()
+    # Who took it from this person, if anyone did; none when they let it go themselves.
+    taken_over_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["taken_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.item}"
+
+
+class NoticeKind(models.TextChoices):
+    NEW_WORK = "new_work", "New work"
+    SENT_BACK = "sent_back", "Sent back"
+    ESCALATION = "escalation", "Escalation"
+    OVERDUE = "overdue", "Overdue"
+    RUN_ENDED = "run_ended", "Run ended"
+    RUN_FAILED = "run_failed", "Run failed"
+
+
 class Notification(models.Model):
-    """An in-app notice (overdue work), listed in the recipient's inbox."""
+    """An in-app notice (new work, work sent back, an escalation, overdue work, a run's end), listed in the
+    recipient's inbox and, as they choose, emailed at once or in a daily digest."""
 
     # Indexed by notice_user_newest, which leads with it.
     user = models.ForeignKey(
@@ -292,7 +330,7 @@ class Notification(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
     work_item = models.ForeignKey(WorkItem, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     step_id = models.CharField(max_length=64)
-    kind = models.CharField(max_length=32)
+    kind = models.CharField(max_length=32, choices=NoticeKind.choices)
     text = models.TextField()
     created_at = models.DateTimeField()
     read_at = models.DateTimeField(null=True, blank=True)

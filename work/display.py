@@ -41,6 +41,12 @@ def _walk_refs(view: dict) -> set[str]:
     return refs
 
 
+def person_name(user) -> str:
+    """What a person is called on the pages: their full name and email, or the email alone."""
+    full = user.get_full_name().strip()
+    return f"{full} ({user.email})" if full else user.email
+
+
 def names_for(organization, refs) -> dict[str, str]:
     """Map every ref (u_3, a_4, g_5, server, operators) to what a person calls it; two queries at most."""
     def ids(prefix):
@@ -50,8 +56,7 @@ def names_for(organization, refs) -> dict[str, str]:
     user_ids, agent_ids, group_ids = ids("u_"), ids("a_"), ids("g_")
     if user_ids:
         for user in User.objects.filter(pk__in=user_ids, membership__organization=organization):
-            full = user.get_full_name().strip()
-            names[user.ref] = f"{full} ({user.email})" if full else user.email
+            names[user.ref] = person_name(user)
     if agent_ids:
         agents = Agent.objects.filter(pk__in=agent_ids, organization=organization)
         for pk, name, for_email in agents.values_list("pk", "name", "for_user__email"):
@@ -139,8 +144,8 @@ def _verb(kind: str, record: dict) -> tuple[str, str]:
     return "completed", "ok"
 
 
-def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
-    """Every start, completion, decision, escalation, return and end of the run, oldest first."""
+def timeline(definition: Definition, view: dict, items=(), takes=()) -> list[dict]:
+    """Every start, completion, decision, escalation, return, take and end of the run, oldest first."""
     run = view["run"]
     entries = [{"at": run["startedAt"], "by": run["startedBy"], "what": "started the run", "step": None,
                 "tone": "info", "note": None, "earlier": False}]
@@ -172,6 +177,7 @@ def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
             entries.append({"at": at, "by": item.decided_by, "what": "returned to agents", "step": item.step.step_id,
                             "tone": "info", "note": returned.get("note") if returned.get("at") == at else None,
                             "earlier": False})
+    entries.extend(_take_entries(takes))
     ended = run.get("ended")
     if ended:
         if run["state"] == "cancelled":
@@ -185,6 +191,19 @@ def timeline(definition: Definition, view: dict, items=()) -> list[dict]:
                         "tone": "ok" if run["state"] == "ended" and run.get("outcome") not in ("failed", "rejected")
                         else "bad", "note": ended.get("note"), "earlier": False})
     return sorted(entries, key=lambda e: e.get("at") or "")
+
+
+def _take_entries(takes) -> list[dict]:
+    """A person taking an item, taking it over from a colleague, or letting it go."""
+    entries = []
+    for take in takes:
+        base = {"step": take.item.step.step_id, "tone": "info", "note": None, "earlier": False, "by": take.user.ref}
+        before = next((t for t in takes if t.taken_over_by_id == take.user_id and t.released_at == take.taken_at), None)
+        entries.append({**base, "at": iso(take.taken_at), "what": "took over" if before else "took",
+                        "who_else": before.user.ref if before else None})
+        if take.released_at and take.taken_over_by_id is None:
+            entries.append({**base, "at": iso(take.released_at), "what": "let go of"})
+    return entries
 
 
 # --- what changed since a page was read ---------------------------------------------------------

@@ -14,9 +14,20 @@ from runs.models import OVERDUE_NOW, Notification, Run, RunStep, StepState, Work
 # --- the inbox page -------------------------------------------------------------------------------
 
 
-def inbox_items(identity: Identity, *, process: str | None = None):
-    """My open work items other than escalations, oldest first, each with its run and step."""
-    items = AssignedItems(assigned_parts(identity, operators=False), ("run__version", "step", "assigned_group"))
+# The inbox's views of my work: (key, label). "Unassigned" is my groups' items nobody has taken.
+SHOWS = (("", "All"), ("mine", "Assigned to me"), ("groups", "My groups'"), ("taken", "Taken by me"),
+         ("unassigned", "Nobody on it"))
+
+
+def inbox_items(identity: Identity, *, process: str | None = None, show: str = ""):
+    """My open work items other than escalations, oldest first, each with its run, step and who took it."""
+    mine, *groups = assigned_parts(identity, operators=False)
+    parts = {"mine": [mine], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
+    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by"))
+    if show == "taken":
+        items = items.filter(taken_by=identity.user)
+    elif show == "unassigned":
+        items = items.filter(taken_by__isnull=True)
     if process:
         items = items.filter(run__process_name=process)
     return items
@@ -36,7 +47,7 @@ def escalation_queue(identity: Identity):
         return WorkItem.objects.none()
     return (
         WorkItem.objects.filter(organization=identity.organization, state=WorkItemState.OPEN, for_operators=True)
-        .select_related("run__version", "step")
+        .select_related("run__version", "step", "taken_by")
         .order_by("created_at", "pk")
     )
 
@@ -53,7 +64,7 @@ def overdue_work(identity: Identity, *, limit: int = 50) -> tuple[list, list]:
     waiting = list(late.filter(state=StepState.WAITING).order_by("due_at", "pk").values_list("pk", flat=True)[:limit])
     items = list(
         WorkItem.objects.filter(step_id__in=waiting, state=WorkItemState.OPEN)
-        .select_related("run__version", "step", "assigned_group")
+        .select_related("run__version", "step", "assigned_group", "taken_by")
         .order_by("step__due_at", "pk")[:limit]
     ) if waiting else []
     steps = list(late.filter(kind=StepKind.AGENT, state__in=(StepState.READY, StepState.CLAIMED)).order_by("due_at", "pk")[:limit])

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
 from processes.definition import JOIN, definition_for
-from runs import notices, timers
+from runs import notices, taking, timers
 from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
@@ -117,6 +117,7 @@ def _rows(items) -> list[dict]:
             "inputs": _inputs_line(item.run),
             "assignee": _assignee(item),
             "escalation": item.escalation or None,
+            "taker": display.person_name(item.taken_by) if item.taken_by_id else None,
         })
     return rows
 
@@ -128,7 +129,10 @@ def inbox_page(request, identity: Identity):
     # Reads apply whatever time has made due, as get_work does, so overdue badges are never late.
     timers.catch_up(organization=identity.organization)
     process = request.GET.get("process") or None
-    page = Paginator(inbox.inbox_items(identity, process=process), PAGE_SIZE).get_page(request.GET.get("page"))
+    show = request.GET.get("show", "")
+    show = show if show in dict(inbox.SHOWS) else ""
+    items = inbox.inbox_items(identity, process=process, show=show)
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     newest, unread = inbox.notifications_for(identity)
     overdue_items, overdue_steps = inbox.overdue_work(identity)
     context = {
@@ -136,6 +140,8 @@ def inbox_page(request, identity: Identity):
         "page": page,
         "rows": _rows(page.object_list),
         "process": process,
+        "show": show,
+        "shows": inbox.SHOWS,
         "counts": inbox.process_counts(identity),
         "escalations": _rows(inbox.escalation_queue(identity)),
         "overdue_items": _rows(overdue_items),
@@ -161,10 +167,49 @@ def mark_notices_read(request, identity: Identity):
 # --- a work item --------------------------------------------------------------------------------
 
 
+@require_POST
+@person_page
+def take_item(request, identity: Identity, item_id: str):
+    """Take a group's item ("I'm working on this"), or take it over once the person has seen who holds it."""
+    item = _item_or_404(identity, item_id)
+    seen = request.POST.get("holder", "")
+    try:
+        taking.take(identity, item, holder_seen=int(seen) if seen.isdigit() else None)
+    except Conflict as error:
+        messages.warning(request, error.message)
+    except Forbidden as error:
+        return refused(request, error)
+    else:
+        messages.success(request, f"You are on “{step_title(item.step.step_id)}”; your colleagues can see it.")
+    return _back(request, item)
+
+
+@require_POST
+@person_page
+def release_item(request, identity: Identity, item_id: str):
+    """Let go of an item the person took, so a colleague can pick it up."""
+    item = _item_or_404(identity, item_id)
+    try:
+        if taking.release(identity, item):
+            messages.info(request, f"You let go of “{step_title(item.step.step_id)}”.")
+    except (Conflict, Forbidden) as error:
+        return refused(request, error)
+    return _back(request, item)
+
+
+def _back(request, item: WorkItem):
+    """Go back where the form was: the inbox, or the item's page."""
+    if request.POST.get("back") == "inbox":
+        return redirect("inbox")
+    return redirect("item", item_id=item.public_id)
+
+
+
 def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
     # By key alone, the organization checked on the row: a plan that looked the key up within the
     # organization's items could read all of them.
-    item = WorkItem.objects.select_related("run__version", "step", "assigned_group").filter(pk=_pk(item_id, "w")).first()
+    item = (WorkItem.objects.select_related("run__version", "step", "assigned_group", "taken_by")
+            .filter(pk=_pk(item_id, "w")).first())
     if item is None or item.organization_id != identity.organization.pk:
         raise Http404("No such work item in this organization.")
     return item
@@ -242,7 +287,8 @@ def _item_response(request, identity: Identity, item: WorkItem, *, status: int =
     if current is not None and not allowed and status == 200:
         status = 403
     kept_names = display.file_names(identity.organization, kept or [])
-    names = display.names_in_view(identity.organization, view, extra={item.decided_by or ""})
+    names = display.names_in_view(identity.organization, view,
+                                  extra={item.decided_by or "", item.taken_by.ref if item.taken_by_id else ""})
     data = view["data"]
     records = display.step_records(definition, data)
     # While this step waits on a person, any record it holds is an earlier attempt (a rework).
@@ -267,6 +313,8 @@ def _item_response(request, identity: Identity, item: WorkItem, *, status: int =
         "notice": notice,
         "changes": display.changes_since(seen, definition, data) if seen is not None else None,
         "assignee": _assignee(item),
+        "holder": item.taken_by if item.taken_by_id else None,
+        "may_take": allowed and item.assigned_user_id is None,
         "reject_hint": (
             f"Required. The run goes back to {step_title(step.on_reject)} and whoever does it reads your note."
             if step.on_reject else "Required. This step has nowhere to go back to, so rejecting ends the run."
@@ -320,6 +368,10 @@ def _decide(request, identity: Identity, item: WorkItem):
     again = {"posted": post, "form_id": form_id, "seen": post.get("seen", "")}
     if form_id is None:
         return _item_response(request, identity, item, status=400, issues=["decision: press one of the buttons"])
+    item.refresh_from_db(fields=["taken_by", "taken_at"])
+    if item.taken_by_id not in (None, identity.user.pk) and post.get("confirm_taken") != str(item.taken_by_id):
+        # A colleague is on it: deciding anyway is allowed (the first decision wins), once confirmed.
+        return _item_response(request, identity, item, status=409, notice="taken", **again)
     arguments = {
         "runId": item.run.public_id,
         "workItemId": item.public_id,
@@ -419,8 +471,10 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
     rows = list(RunStep.objects.filter(run=run))
     items = list(WorkItem.objects.filter(run=run).select_related("step").order_by("created_at", "pk"))
     claims = [row for row in rows if row.state == StepState.CLAIMED]
+    takes = taking.takes_of(items)
     names = display.names_in_view(
-        identity.organization, view, extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items}
+        identity.organization, view,
+        extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items} | taking.refs(takes),
     )
     open_ids = {w["id"] for w in view["workItems"]}
     decidable = {i.public_id for i in items if i.public_id in open_ids and may_decide(identity, i)}
@@ -435,7 +489,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         "view": view,
         "run": view["run"],
         "map": svg,
-        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision]),
+        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision], takes),
         "records": display.step_records(definition, view["data"]),
         "files": display.file_names(identity.organization, display.file_refs(view["data"])),
         "claims": claims,
