@@ -69,6 +69,7 @@ class UserAdmin(auth_admin.UserAdmin):
     fieldsets = (
         (None, {"fields": ("email", "password")}),
         (_("Personal info"), {"fields": ("first_name", "last_name")}),
+        (_("Preferences"), {"fields": ("time_zone", "email_notices")}),
         (_("Permissions"), {"fields": ("is_active", "is_staff", "is_superuser", "user_permissions")}),
         (_("Important dates"), {"fields": ("last_login", "date_joined")}),
     )

@@ -24,6 +24,7 @@ urlpatterns = [
     # allauth's authorization endpoint with this server's consent page, and the agents people connected.
     path("identity/o/authorize", views.authorize, name="authorize"),
     path("accounts/agents/", views.connected_agents, name="connected-agents"),
+    path("accounts/settings/", views.preferences, name="preferences"),
     # allauth's own views, answering a malformed `resource` parameter with invalid_target (RFC 8707).
     path("identity/o/api/token", views.token, name="token"),
     path("identity/o/api/device/code", views.device_code, name="device-code"),

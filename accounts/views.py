@@ -17,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts import connections
+from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
 from base.storable import unstorable
@@ -213,3 +214,15 @@ def connected_agents(request: HttpRequest) -> HttpResponse:
         "accounts/connected_agents.html",
         {"rows": rows, "is_operator": request.user.membership.is_operator, "nav": "agents"},
     )
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def preferences(request: HttpRequest) -> HttpResponse:
+    """A person's own settings: their name, the time zone pages show moments in, and email notices."""
+    form = PreferencesForm(request.POST or None, instance=request.user)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Your settings are saved.")
+        return redirect("preferences")
+    return render(request, "accounts/preferences.html", {"form": form}, status=400 if form.errors else 200)

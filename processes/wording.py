@@ -33,3 +33,9 @@ def kind(value: object) -> str:
     if isinstance(value, int | float):
         return "a number"
     return "null" if value is None else type(value).__name__
+
+
+def step_title(step_id: str) -> str:
+    """Turn a step id into words a person reads: `collect_quotes` → `Collect quotes`."""
+    words = step_id.replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:]

@@ -71,7 +71,8 @@ def serving(request):
         _serving.reset(token)
 
 
-def _root() -> str:
+def request_root() -> str:
+    """PUBLIC_URL, else the scheme and host of the request being served, else empty."""
     if settings.PUBLIC_URL:
         return settings.PUBLIC_URL
     current = _serving.get()
@@ -89,7 +90,7 @@ def _signature(public_id: str, expires: int) -> str:
 def file_url(public_id: str, *, now: float | None = None) -> str:
     expires = int((now if now is not None else time.time()) + settings.FILE_URL_SECONDS)
     path = reverse("file-download", args=[public_id])
-    return f"{_root()}{path}?e={expires}&s={_signature(public_id, expires)}"
+    return f"{request_root()}{path}?e={expires}&s={_signature(public_id, expires)}"
 
 
 def signature_valid(public_id: str, expires: str, signature: str) -> bool:

@@ -1,7 +1,13 @@
-"""Overdue notices: an in-app notification for each recipient, and an email sent after the commit."""
+"""Notices: new work, work sent back, escalations, overdue work and a run's end, for the people they concern.
+
+Each is an in-app notification; an email goes too as the person chooses (User.email_notices): at once,
+after the commit, or in a daily digest from the sweep. Test runs never owe an email. Links in emails are
+absolute: PUBLIC_URL, else the host of the request being served (or, from the sweep, the last one seen).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 
 from django.conf import settings
@@ -11,83 +17,175 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import EmailNotices, User
+from processes.wording import step_title
 
-from .models import Notification, WorkItem, WorkItemState
+from . import files
+from .models import Mode, NoticeKind, Notification, WorkItem, WorkItemState
 
 log = logging.getLogger(__name__)
 
+DIGEST_EVERY = dt.timedelta(days=1)
+ENDED_BADLY = ("failed", "rejected")
 
-def overdue_recipients(*, run, row, step) -> tuple[list[User], WorkItem | None]:
+
+# --- who hears of what ----------------------------------------------------------------------------
+
+
+def _members(organization_id: int, **which):
+    # A person who moved to another organization, or was made inactive, hears nothing of this one.
+    return User.objects.filter(is_active=True, membership__organization_id=organization_id, **which).only(
+        "pk", "email", "email_notices"
+    )
+
+
+def item_recipients(item: WorkItem, organization_id: int) -> list[User]:
+    """Who an open item waits on: the named person, the group's members, or the operators."""
+    if item.for_operators:
+        return list(_members(organization_id, membership__is_operator=True))
+    if item.assigned_group_id is not None:
+        return list(_members(organization_id, process_groups=item.assigned_group_id))
+    return list(_members(organization_id, pk=item.assigned_user_id))
+
+
+def overdue_recipients(*, run, row) -> tuple[list[User], WorkItem | None]:
     """The assignee (a group's members or the named person; nobody for an agent step) and the operators."""
-    item = (
-        WorkItem.objects.filter(run=run, step=row, state=WorkItemState.OPEN).select_related("assigned_group").first()
-    )
-    people: dict[int, User] = {}
+    item = WorkItem.objects.filter(run=run, step=row, state=WorkItemState.OPEN).first()
+    people = {u.pk: u for u in _members(run.organization_id, membership__is_operator=True)}
     if item is not None and not item.for_operators:
-        if item.assigned_group is not None:
-            members = item.assigned_group.members.filter(
-                is_active=True, membership__organization_id=run.organization_id
-            )  # a person who moved to another organization keeps no notices of this one
-            people.update({u.pk: u for u in members})
-        elif item.assigned_user is not None:
-            people[item.assigned_user.pk] = item.assigned_user
-    operators = User.objects.filter(
-        membership__organization_id=run.organization_id, membership__is_operator=True, is_active=True
-    )
-    people.update({u.pk: u for u in operators})
+        people.update({u.pk: u for u in item_recipients(item, run.organization_id)})
     return list(people.values()), item
 
 
-def record_overdue(*, run, row, step, now) -> None:
-    """Record one overdue notice per recipient for this attempt; needs the run lock held."""
-    recipients, item = overdue_recipients(run=run, row=row, step=step)
-    test = run.mode == "test"
+# --- recording ------------------------------------------------------------------------------------
+
+
+def _notify(run, people, *, kind: str, text: str, step_id: str = "", item=None, now) -> int:
+    """Record one notice of `kind` for each person; return how many owe an email."""
+    test = run.mode == Mode.TEST
     label = "[test run] " if test else ""
-    text = f"{label}Step '{row.step_id}' of {run.process_name} run {run.public_id} is overdue."
-    Notification.objects.bulk_create(
-        Notification(
-            user=user,
-            run=run,
-            work_item=item,
-            step_id=row.step_id,
-            kind="overdue",
-            text=text,
-            created_at=now,
-            email_pending=not test,
-        )
-        for user in recipients
-    )
+    notices = [
+        Notification(user=user, run=run, work_item=item, step_id=step_id, kind=kind, text=f"{label}{text}",
+                     created_at=now, email_pending=not test and user.email_notices != EmailNotices.OFF)
+        for user in people
+    ]
+    Notification.objects.bulk_create(notices)
+    return sum(notice.email_pending for notice in notices)
 
 
-def send_pending_email(*, run_id: int | None = None, limit: int = 500) -> int:
-    """Send the emails owed for one run's notices (or any run's, from the sweep); each goes once.
+def record_overdue(*, run, row, step, now) -> int:
+    """Record one overdue notice per recipient for this attempt; needs the run lock held."""
+    people, item = overdue_recipients(run=run, row=row)
+    text = f"{step_title(row.step_id)} in {run.process_name} run {run.public_id} is overdue."
+    return _notify(run, people, kind=NoticeKind.OVERDUE, text=text, step_id=row.step_id, item=item, now=now)
 
-    A notice is claimed before its email is sent, so two senders never both send it; a send that
-    fails gives the claim back, and the sweep picks up whatever a crash left owed.
+
+def record_new_work(*, run, items, now) -> int:
+    """Tell whoever a newly opened item waits on: new work, work sent back for rework, an escalation."""
+    owed = 0
+    for item in items:
+        row = item.step  # the loaded step row the item was opened on
+        where = f"{step_title(row.step_id)} in {run.process_name} run {run.public_id}"
+        if item.for_operators:
+            kind, text = NoticeKind.ESCALATION, f"An agent escalated {where}."
+        elif row.attempt > 1:
+            kind, text = NoticeKind.SENT_BACK, f"{where} was sent back and waits for you again."
+        else:
+            kind, text = NoticeKind.NEW_WORK, f"New work: {where}."
+        owed += _notify(run, item_recipients(item, run.organization_id), kind=kind, text=text,
+                        step_id=row.step_id, item=item, now=now)
+    return owed
+
+
+def record_run_end(*, run, now) -> int:
+    """Tell the person who started a run that it ended, unless they ended it themselves."""
+    ended = run.ended or {}
+    if run.initiator_id is None or ended.get("by") == f"u_{run.initiator_id}":
+        return 0
+    outcome = run.outcome or ""
+    if run.state == "cancelled":
+        kind, how = NoticeKind.RUN_FAILED, "was cancelled"
+    elif outcome in ENDED_BADLY:
+        kind, how = NoticeKind.RUN_FAILED, f"ended: {outcome}"
+    else:
+        kind, how = NoticeKind.RUN_ENDED, f"finished: {outcome.replace('_', ' ')}"
+    text = f"Your {run.process_name} run {run.public_id} {how}."
+    return _notify(run, _members(run.organization_id, pk=run.initiator_id), kind=kind, text=text, now=now)
+
+
+# --- email ----------------------------------------------------------------------------------------
+
+_last_root = ""
+
+
+def site_root() -> str:
+    """The absolute root links in emails start with: PUBLIC_URL, the request's, or the last one seen."""
+    global _last_root
+    if settings.PUBLIC_URL:
+        return settings.PUBLIC_URL
+    root = files.request_root()
+    if root:
+        _last_root = root
+    return root or _last_root
+
+
+def _claim(ids: list[int]) -> int:
+    # A notice is claimed before its email goes, so two senders never both send it.
+    with transaction.atomic():
+        return Notification.objects.filter(pk__in=ids, email_pending=True).update(email_pending=False)
+
+
+def send_pending_email(*, run_id: int | None = None, root: str | None = None, limit: int = 500) -> int:
+    """Send the emails owed at once for one run's notices (or any run's, from the sweep); each goes once.
+
+    A send that fails gives the claim back, and the sweep picks up whatever a crash left owed. People
+    who chose a digest wait for it; those who turned email off since are owed nothing.
     """
-    sent = 0
     owed = Notification.objects.filter(email_pending=True)
     if run_id is not None:
         owed = owed.filter(run_id=run_id)
-    pending = list(owed.select_related("user", "run", "work_item").order_by("pk")[:limit])
-    for notice in pending:
-        with transaction.atomic():
-            claimed = Notification.objects.filter(pk=notice.pk, email_pending=True).update(email_pending=False)
-        if not claimed:
+    owed.filter(user__email_notices=EmailNotices.OFF).update(email_pending=False)
+    pending = owed.filter(user__email_notices=EmailNotices.IMMEDIATELY)
+    root, sent = root or site_root(), 0
+    for notice in pending.select_related("user", "run", "work_item").order_by("pk")[:limit]:
+        if not _claim([notice.pk]):
             continue
-        try:
-            send_mail(
-                subject=notice.text[:120],
-                message=email_text(notice),
-                from_email=settings.DEFAULT_FROM_EMAIL,
-                recipient_list=[notice.user.email],
-            )
+        body = render_to_string("work/email/notice.txt", {"notice": notice, "link": root + notice_link(notice),
+                                                          "inbox": root + reverse("inbox")})
+        if _send(notice.user, notice.text[:120], body, [notice.pk]):
             sent += 1
-        except Exception:
-            log.exception("overdue email to %s failed; it stays owed", notice.user.email)
-            Notification.objects.filter(pk=notice.pk).update(email_pending=True)
     return sent
+
+
+def send_digests(*, now: dt.datetime | None = None, limit: int = 200) -> int:
+    """Send each person who chose a daily digest one email of what is owed, at most once a day."""
+    now = now or timezone.now()
+    due = User.objects.filter(
+        email_notices=EmailNotices.DIGEST, notifications__email_pending=True
+    ).exclude(last_digest_at__gt=now - DIGEST_EVERY).distinct()[:limit]
+    root, sent = site_root(), 0
+    for user in due:
+        notices = list(Notification.objects.filter(user=user, email_pending=True).select_related("run", "work_item")
+                       .order_by("created_at", "pk"))
+        if not notices or not _claim([n.pk for n in notices]):
+            continue
+        lines = [(notice, root + notice_link(notice)) for notice in notices]
+        body = render_to_string("work/email/digest.txt", {"lines": lines, "inbox": root + reverse("inbox")})
+        subject = f"{len(notices)} update{'s' if len(notices) != 1 else ''} on your processes"
+        if _send(user, subject, body, [n.pk for n in notices]):
+            User.objects.filter(pk=user.pk).update(last_digest_at=now)
+            sent += 1
+    return sent
+
+
+def _send(user: User, subject: str, body: str, ids: list[int]) -> bool:
+    try:
+        send_mail(subject=subject, message=body, from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[user.email])
+        return True
+    except Exception:
+        log.exception("email to %s failed; it stays owed", user.email)
+        Notification.objects.filter(pk__in=ids).update(email_pending=True)
+        return False
 
 
 def notice_link(notice: Notification) -> str:
@@ -95,15 +193,6 @@ def notice_link(notice: Notification) -> str:
     if notice.work_item_id is not None and notice.work_item is not None and notice.work_item.state == WorkItemState.OPEN:
         return reverse("item", args=[notice.work_item.public_id])
     return reverse("run", args=[notice.run.public_id])
-
-
-def email_text(notice: Notification) -> str:
-    """Render the body of a notice's email, with a link to the work."""
-    return render_to_string(
-        "work/email/overdue.txt",
-        {"notice": notice, "link": f"{settings.PUBLIC_URL or ''}{notice_link(notice)}",
-         "inbox": f"{settings.PUBLIC_URL or ''}{reverse('inbox')}"},
-    )
 
 
 def mark_read(*, user, ids: list[int] | None = None) -> int:

@@ -91,8 +91,10 @@ RUN_REPLACED = frozenset({"data"})
 
 
 def _after_commit(run_id: int):
+    root = notices.site_root()  # the host asked, while the request is still being served
+
     def send():
-        notices.send_pending_email(run_id=run_id)
+        notices.send_pending_email(run_id=run_id, root=root)
 
     return send
 
@@ -154,8 +156,11 @@ def save(txn: LoadedRun) -> None:
     if run._state.adding:
         # A new run is inserted once, already in its first state; with its key reserved, in the batch.
         (sql.insert_later if run.pk is not None else sql.insert)(run)
+        ended = run.is_over
     else:
-        sql.update(Run, run.pk, sql.changes(run))
+        changes = sql.changes(run)
+        sql.update(Run, run.pk, changes)
+        ended = run.is_over and "state" in changes
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.
@@ -189,7 +194,12 @@ def save(txn: LoadedRun) -> None:
             sql.update(Event, event.pk, sql.changes(event))
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
-    if txn.notices:
-        for step_id, _attempt in txn.notices:
-            notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+    owed = 0
+    if txn.new_items:
+        owed += notices.record_new_work(run=run, items=txn.new_items, now=txn.now)
+    if ended:
+        owed += notices.record_run_end(run=run, now=txn.now)
+    for step_id, _attempt in txn.notices:
+        owed += notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+    if owed:
         transaction.on_commit(_after_commit(run.pk))

@@ -64,12 +64,14 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
 
 
 def sweep(*, limit: int = 500) -> int:
-    """Catch up every organization's due runs, send the email still owed and forget unused registrations.
+    """Catch up every organization's due runs, send the email still owed (daily digests too) and forget
+    unused registrations.
 
     What Celery beat schedules.
     """
     changed = catch_up(limit=limit)
     notices.send_pending_email()
+    notices.send_digests()
     connections.forget_unused_clients()
     return changed
 

@@ -10,11 +10,12 @@ from django.views.decorators.http import require_http_methods
 from accounts.identity import Identity
 from processes.definition import definition_for
 from processes.models import ProcessVersion
+from processes.wording import step_title
 from runs.errors import Invalid, ToolError
 from runs.tools import call_tool
 
 from .forms import controls_for, read_values, sort_issues
-from .maps import process_map, step_title
+from .maps import process_map
 from .views import new_request_id, person_page, refused, request_id
 
 

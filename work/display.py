@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from accounts.models import Agent, Group, User
 from processes.definition import Definition
 from processes.kinds import StepKind
+from processes.wording import step_title
 from runs.canonical import iso
 from runs.models import Upload
 
 from .forms import field_label
-from .maps import step_title
 
 SERVER = "server"
 

@@ -15,6 +15,7 @@ from itertools import pairwise
 
 from processes.definition import JOIN, Definition
 from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
+from processes.wording import step_title
 
 from .forms import field_label
 
@@ -70,12 +71,6 @@ class _Edge:
     style: str = "next"
     taken: bool = False
     points: list[tuple[float, float]] = field(default_factory=list)
-
-
-def step_title(step_id: str) -> str:
-    """Turn a step id into words a person reads: `collect_quotes` → `Collect quotes`."""
-    words = step_id.replace("_", " ").replace("-", " ").strip()
-    return words[:1].upper() + words[1:]
 
 
 def _caption(step) -> str:

@@ -23,7 +23,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
 from processes.definition import JOIN, definition_for
-from runs import notices, taking, timers
+from processes.wording import step_title
+from runs import files, notices, taking, timers
 from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
@@ -31,7 +32,7 @@ from runs.tools import call_tool
 
 from . import display, inbox
 from .forms import controls_for, read_values, sort_issues
-from .maps import process_map, step_title
+from .maps import process_map
 
 PAGE_SIZE = 50
 # Which of an item page's forms a decision comes from; each form keeps its own typed values and issues.
@@ -49,7 +50,8 @@ def person_page(view):
         identity = Identity.for_user(request.user)
         if identity is None:
             return render(request, "work/no_membership.html", status=403)
-        return view(request, identity, *args, **kwargs)
+        with files.serving(request):  # links made here (in emails sent after a decision) name this host
+            return view(request, identity, *args, **kwargs)
 
     return wrapper
 

@@ -8,7 +8,8 @@ import pytest
 
 from processes.definition import compile_definition
 from processes.parsing import parse_process
-from work.maps import process_map, step_title
+from processes.wording import step_title
+from work.maps import process_map
 
 FIXTURES = Path(__file__).resolve().parents[2] / "conformance" / "fixtures"
 SUPPLIER = """---

@@ -12,8 +12,8 @@ from django.utils.html import format_html, format_html_join, urlize
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince, timeuntil
 
+from processes.wording import step_title
 from work.forms import field_label
-from work.maps import step_title
 from work.rendering import render_markdown
 
 register = template.Library()
@@ -40,12 +40,15 @@ def who(ref, names=None):
 
 @register.filter
 def when(value):
-    """Show a moment as `6 Oct 2026, 09:04 UTC` inside a <time> element."""
+    """Show a moment as `6 Oct 2026, 09:04 UTC` (in the person's zone) inside a <time> element."""
     moment = _moment(value)
     if moment is None:
         return value or ""
-    moment = moment.astimezone(dt.UTC)
-    return format_html('<time datetime="{}">{}</time>', moment.isoformat(), moment.strftime("%-d %b %Y, %H:%M UTC"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    shown = timezone.localtime(moment)  # in the person's time zone (accounts.middleware), UTC until they choose
+    return format_html('<time datetime="{}">{}</time>', moment.astimezone(dt.UTC).isoformat(),
+                       shown.strftime("%-d %b %Y, %H:%M ") + (shown.tzname() or "UTC"))
 
 
 @register.filter
