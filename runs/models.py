@@ -68,6 +68,9 @@ class Run(Stateful):
             models.Index(fields=["organization", "started_at", "id"], name="run_org_started"),
             models.Index(fields=["organization", "state", "started_at", "id"], name="run_org_state_started"),
             models.Index(fields=["organization", "process_name", "started_at", "id"], name="run_org_process_started"),
+            # The people's search: runs someone started, newest first. (On PostgreSQL a GIN index on the
+            # inputs, run_inputs, finds a run by any input value; made in migration 0010.)
+            models.Index(fields=["organization", "started_by", "started_at", "id"], name="run_org_starter_started"),
             # Only runs that wait for a time are in these: the catch-up looks stay small and quick.
             models.Index(fields=["wake_at"], name="run_wake", condition=models.Q(wake_at__isnull=False)),
             models.Index(

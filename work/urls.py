@@ -10,6 +10,7 @@ urlpatterns = [
     path("inbox/<str:item_id>/take/", views.take_item, name="item-take"),
     path("inbox/<str:item_id>/release/", views.release_item, name="item-release"),
     path("runs/", views.runs_page, name="runs"),
+    path("search/", views.search_page, name="search"),
     path("runs/<str:run_id>/", views.run_page, name="run"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="run-cancel"),
     path("processes/", catalogue.catalogue, name="processes"),

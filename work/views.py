@@ -30,7 +30,7 @@ from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Sta
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import display, inbox
+from . import display, inbox, search
 from .forms import controls_for, read_values, sort_issues
 from .maps import process_map
 
@@ -533,16 +533,36 @@ def cancel_run(request, identity: Identity, run_id: str):
 @require_http_methods(["GET", "HEAD"])
 @person_page
 def runs_page(request, identity: Identity):
-    """List the organization's runs, newest first, through `list_runs`."""
-    arguments = {"limit": PAGE_SIZE}
-    for key in ("process", "state", "cursor"):
-        if request.GET.get(key):
-            arguments[key] = request.GET[key]
-    try:
-        data = call_tool(identity, "list_runs", arguments)
-    except Invalid:
-        return redirect("runs")
-    context = {"identity": identity, "items": data["items"], "next_cursor": data["nextCursor"],
+    """List the organization's runs, newest first, through `list_runs`; or those a search finds."""
+    query = request.GET.get("q", "").strip()
+    if query:
+        found = search.search(identity, query)
+        process, state = request.GET.get("process"), request.GET.get("state")
+        items = [search.run_row(run) for run in found.runs
+                 if (not process or run.process_name == process) and (not state or run.state == state)]
+        next_cursor = None
+    else:
+        found, arguments = None, {"limit": PAGE_SIZE}
+        for key in ("process", "state", "cursor"):
+            if request.GET.get(key):
+                arguments[key] = request.GET[key]
+        try:
+            data = call_tool(identity, "list_runs", arguments)
+        except Invalid:
+            return redirect("runs")
+        items, next_cursor = data["items"], data["nextCursor"]
+    context = {"identity": identity, "items": items, "next_cursor": next_cursor, "q": query, "found": found,
                "process": request.GET.get("process", ""), "state": request.GET.get("state", ""),
-               "states": ["active", "waiting", "ended", "cancelled"], "nav": "runs"}
+               "processes": search.process_names(identity), "states": ["active", "waiting", "ended", "cancelled"],
+               "nav": "runs"}
     return render(request, "work/runs.html", context)
+
+
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def search_page(request, identity: Identity):
+    """One box for everything: my work items, the organization's runs and its processes."""
+    found = search.search(identity, request.GET.get("q", ""))
+    context = {"identity": identity, "found": found, "q": found.query, "rows": _rows(found.items),
+               "runs": [search.run_row(run) for run in found.runs]}
+    return render(request, "work/search.html", context, status=400 if found.problem else 200)

@@ -1,0 +1,147 @@
+"""One search box: work items, runs by id, process (any part), state, starter or any input value; processes."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.runs.conftest import ToolCaller
+from tests.work.conftest import open_item
+
+CLAIM = """---
+name: expense-claim
+description: Pay back what someone spent.
+inputs:
+  claim_id: string
+  amount: number
+  details: object
+steps:
+  - id: check_claim
+    person: managers
+    approve: Check the claim.
+  - id: done
+    finish: paid
+---
+"""
+
+
+@pytest.fixture
+def claims(purchase, publish, agent):
+    publish(CLAIM)
+
+    def start(claim_id: str, amount: float = 12.5, details=None, by=agent) -> dict:
+        return by.write("start_run", process="expense-claim",
+                        inputs={"claim_id": claim_id, "amount": amount, "details": details or {}})
+
+    start.people = purchase.people
+    return start
+
+
+def found_runs(client, text: str, path: str = "/search/") -> list[str]:
+    html = client.get(path, {"q": text}).content.decode()
+    if path == "/search/":
+        if 'id="found-runs"' not in html:
+            return []
+        html = html.split('id="found-runs"')[1]
+    return re.findall(r'<a href="/runs/(r_\d+)/">', html)
+
+
+def test_a_run_is_found_by_aninput_value_at_any_depth(claims, browser_of):
+    wanted = claims("CLM-2026-0042", details={"receipt": {"number": "RC-77"}})
+    claims("CLM-2026-0043")
+    client = browser_of(claims.people["manager"])
+    assert found_runs(client, "CLM-2026-0042") == [wanted["run"]["id"]]
+    assert found_runs(client, "RC-77") == [wanted["run"]["id"]]
+    assert found_runs(client, "  CLM-2026-0042 ") == [wanted["run"]["id"]]  # spaces around are not part of it
+    # A number matches the number it spells; a part of a value does not find it.
+    assert len(found_runs(client, "12.5")) == 2
+    assert found_runs(client, "CLM-2026") == []
+
+
+def test_runs_are_found_by_part_of_the_process_name_newest_first(claims, browser_of):
+    first, second = claims("A-1"), claims("A-2")
+    client = browser_of(claims.people["manager"])
+    assert found_runs(client, "expense") == [second["run"]["id"], first["run"]["id"]]
+    assert found_runs(client, "EXPENSE") == [second["run"]["id"], first["run"]["id"]]
+    html = client.get("/search/", {"q": "expense"}).content.decode()
+    assert 'href="/processes/expense-claim/"' in html.split('id="found-processes"')[1]
+
+
+def test_runs_are_found_by_who_started_them_by_state_and_by_id(claims, browser_of):
+    buyer = claims.people["buyer"]
+    theirs = claims("B-1", by=ToolCaller(buyer))
+    claims("B-2")
+    client = browser_of(claims.people["manager"])
+    assert found_runs(client, "buyer@exam") == [theirs["run"]["id"]]
+    assert found_runs(client, theirs["run"]["id"]) == [theirs["run"]["id"]]
+    waiting = found_runs(client, "waiting")
+    assert theirs["run"]["id"] in waiting and len(waiting) == 2
+    assert found_runs(client, "ended") == []
+
+
+def test_my_work_items_are_found_and_others_runs_stay_in_the_organization(claims, purchase, browser_of, other_org,
+                                                                         make_person, publish):
+    wanted = claims("CLM-9")
+    manager = browser_of(claims.people["manager"])
+    html = manager.get("/search/", {"q": "CLM-9"}).content.decode()
+    assert f'/inbox/{open_item(wanted)["id"]}/' in html.split('id="found-items"')[1]
+    # The buyer is not a manager: the run is found, the item is not theirs to list.
+    buyer_html = browser_of(claims.people["buyer"]).get("/search/", {"q": "CLM-9"}).content.decode()
+    assert 'id="found-items"' not in buyer_html and wanted["run"]["id"] in buyer_html
+    # Someone in another organization finds nothing of this one.
+    stranger = make_person("stranger@example.com", organization=other_org)
+    assert found_runs(browser_of(stranger), "CLM-9") == []
+    assert "Nothing found" in browser_of(stranger).get("/search/", {"q": "expense"}).content.decode()
+
+
+def test_the_runs_page_finds_by_part_of_a_name_and_filters_the_found(claims, browser_of):
+    first = claims("D-1")
+    client = browser_of(claims.people["manager"])
+    assert found_runs(client, "expense", path="/runs/") == [first["run"]["id"]]
+    html = client.get("/runs/", {"q": "expense", "state": "ended"}).content.decode()
+    assert "0 runs found for “expense”" in html
+
+
+def test_hostile_and_overlong_searches_are_refused_or_find_nothing(claims, browser_of):
+    claims('quote"in\\side')
+    client = browser_of(claims.people["manager"])
+    assert len(found_runs(client, 'quote"in\\side')) == 1
+    for text in ('") || true || ("', "$.**", "%", "_", "' OR 1=1 --", "\\u0000x"):
+        response = client.get("/search/", {"q": text})
+        assert response.status_code == 200 and found_runs(client, text) == [], text
+    response = client.get("/search/", {"q": "x" * 201})
+    assert response.status_code == 400 and "at most 200 characters" in response.content.decode()
+
+
+def test_search_queries_do_not_grow_with_the_number_of_runs(claims, browser_of):
+    client = browser_of(claims.people["manager"])
+    for index in range(3):
+        claims(f"Q-{index}")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/search/", {"q": "expense"}).status_code == 200
+        return len(captured)
+
+    few = count()
+    for index in range(20):
+        claims(f"R-{index}")
+    assert count() == few
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index run_inputs is PostgreSQL's (set DATABASE_URL)")
+def test_on_postgresql_aninput_value_is_looked_up_by_the_inputs_index(claims):
+    from runs.models import Run
+    from work.search import input_value
+
+    wanted = claims("CLM-1")
+    claims("CLM-2")
+    query = Run.objects.filter(input_value("CLM-1")).values("pk")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # as on a big table: the plan the index allows
+        sql, params = query.query.sql_with_params()
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "run_inputs" in plan, plan
+    assert list(query) == [{"pk": int(wanted["run"]["id"][2:])}]
