@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from processes import publishing
 from processes.forms import BindingForm, ImportForm
 from processes.models import Draft, Process, ProcessVersion
+from work.maps import process_map
 
 
 def _version_url(version: ProcessVersion) -> str:
@@ -174,15 +175,15 @@ class DraftAdmin(admin.ModelAdmin):
         return super().changelist_view(request, extra_context)
 
     def import_view(self, request):
-        """Upload a PROCESS.md or zipped folder and import it as a draft."""
+        """Import an uploaded or pasted PROCESS.md as a draft; a refused one stays in the form to correct."""
         if not self.can_import(request):
             raise PermissionDenied
         form = ImportForm(request.POST or None, request.FILES or None)
         issues: list[str] = []
+        refused = False
         if request.method == "POST" and form.is_valid():
-            data, filename = form.read()
             try:
-                text, folder_name = publishing.read_upload(data, filename=filename)
+                text, folder_name = form.document()
             except publishing.PackageError as exc:
                 issues = exc.issues
             else:
@@ -195,53 +196,50 @@ class DraftAdmin(admin.ModelAdmin):
                 if result.unchanged is not None:
                     messages.info(request, f"unchanged {result.name} version {result.unchanged.number}")
                     return HttpResponseRedirect(_version_url(result.unchanged))
-                return HttpResponseRedirect(reverse("admin:processes_draft_change", args=[result.draft.pk]))
+                if not result.refused:
+                    return HttpResponseRedirect(reverse("admin:processes_draft_change", args=[result.draft.pk]))
+                issues, refused = result.issues, True
+                form = form.again(text, folder_name)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": "Import PROCESS.md",
             "form": form,
             "issues": issues,
+            "refused": refused,
         }
         return TemplateResponse(request, "admin/processes/draft/import.html", context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        """Show a draft's issues, or its role pickers, required systems and the publish button."""
+        """Show a draft's map and source with its role pickers, required systems and the publish button."""
         draft = self.get_object(request, unquote(object_id))
         if draft is None:
             return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if not self.has_view_or_change_permission(request, draft):
             raise PermissionDenied
         can_change = self.has_change_permission(request, draft)
-        form = BindingForm(
-            request.POST if request.method == "POST" else None,
-            roles=publishing.draft_roles(draft),
-            organization=draft.organization,
-            initial_groups=publishing.suggested_bindings(draft),
-        )
+        form = self.binding_form(draft, request.POST if request.method == "POST" else None)
         issues: list[str] = []
+        refusal = ""
         if request.method == "POST":
             if not can_change:
                 raise PermissionDenied
             if form.is_valid():
                 try:
-                    publishing.bind_roles(draft=draft, bindings=form.bindings())
+                    publishing.bind_roles(draft=draft, bindings=form.bindings(), new_groups=form.new_groups())
+                except publishing.BindingError as exc:
+                    issues, refusal = exc.issues, "The role bindings were not saved:"
+                else:
                     if "_publish" not in request.POST:
                         messages.success(request, "Role bindings saved.")
                         return HttpResponseRedirect(request.path)
-                    result = publishing.publish_draft(draft=draft, published_by=request.user)
-                except publishing.PublicationError as exc:
-                    issues = exc.issues
-                else:
-                    version = result.version
-                    if result.unchanged:
-                        messages.info(request, f"unchanged {draft.name} version {version.number}")
-                    else:
-                        messages.success(
-                            request,
-                            f"published {draft.name} version {version.number} sha256 {version.sha256}",
-                        )
-                    return HttpResponseRedirect(_version_url(version))
+                    # The bindings are kept whatever publishing says, so the form shows them as saved.
+                    form = self.binding_form(draft)
+                    try:
+                        return self.publish(request, draft)
+                    except publishing.PublishError as exc:
+                        issues, refusal = exc.issues, "Not published; the role bindings are saved:"
+        definition = publishing.draft_definition(draft)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -250,11 +248,32 @@ class DraftAdmin(admin.ModelAdmin):
             "title": str(draft),
             "form": form,
             "issues": issues,
+            "refusal": refusal,
             "systems": publishing.draft_systems(draft),
             "unbound_roles": publishing.unbound_roles(draft),
             "can_change": can_change,
             "has_delete_permission": self.has_delete_permission(request, draft),
             "published_url": _version_url(draft.published_version) if draft.published_version_id else None,
-            "source": _pre(draft.source),
+            "map": process_map(definition, title=f"Process map of {draft.name}") if definition else None,
         }
         return TemplateResponse(request, "admin/processes/draft/review.html", context)
+
+    @staticmethod
+    def binding_form(draft: Draft, data=None) -> BindingForm:
+        return BindingForm(
+            data,
+            roles=publishing.draft_roles(draft),
+            organization=draft.organization,
+            initial_groups=publishing.suggested_bindings(draft),
+        )
+
+    @staticmethod
+    def publish(request, draft: Draft) -> HttpResponseRedirect:
+        """Publish a bound draft and go to its version; raise PublishError when it cannot be."""
+        result = publishing.publish_draft(draft=draft, published_by=request.user)
+        version = result.version
+        if result.unchanged:
+            messages.info(request, f"unchanged {draft.name} version {version.number}")
+        else:
+            messages.success(request, f"published {draft.name} version {version.number} sha256 {version.sha256}")
+        return HttpResponseRedirect(_version_url(version))

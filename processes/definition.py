@@ -157,14 +157,18 @@ _cache: dict[str, Definition] = {}
 _cache_lock = threading.Lock()
 
 
+def declared_frontmatter(source: str, stored: dict) -> dict:
+    """Return a frontmatter in its declared order: parsed again from its source, else the stored one."""
+    # A jsonb column does not keep the declared order of fields, and inputs are shown in that order.
+    parsed = parse_process(source) if source else None
+    return parsed.frontmatter if parsed and parsed.frontmatter and not parsed.issues else stored
+
+
 def definition_for(version) -> Definition:
     """Return the compiled definition of a published version, cached by its content hash."""
     found = _cache.get(version.sha256)
     if found is None:
-        # Parse the source again: a jsonb column does not keep the declared order of fields.
-        parsed = parse_process(version.source) if version.source else None
-        frontmatter = parsed.frontmatter if parsed and parsed.frontmatter and not parsed.issues else version.frontmatter
-        found = compile_definition(frontmatter, version.body)
+        found = compile_definition(declared_frontmatter(version.source, version.frontmatter), version.body)
         with _cache_lock:
             if len(_cache) > 2048:
                 _cache.clear()

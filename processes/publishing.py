@@ -5,16 +5,22 @@ they run inside one, so ``import_process`` does everything it does atomically.
 
 Decisions on points the specification leaves open:
 
-- ``import_draft`` stores a draft even when the document is refused, with its issues, so nothing
-  the importer sent is lost. It stores nothing when the import is unchanged (the content hash
-  equals the latest published version's) or when the document is over the size limit (storing it
-  is what the limit prevents).
+- ``import_draft`` stores a draft only for a document the server accepts. A refused document is
+  answered with every issue and stores nothing: the importer still holds what they sent (a file, or
+  the text the admin's import form shows again), and a draft that can never be published would only
+  stand in the way. Nothing is stored either when the import is unchanged (the content hash equals
+  the latest published version's). Drafts refused by earlier releases keep their issues and are
+  shown, never bound or published.
 - Publication parses and validates the draft's source again with today's capabilities, since a
   profile or a tool may have gone away since the import (spec §8: refused "at publication").
 - A draft whose content equals the latest version when it is published creates no version; the
   result says ``unchanged`` and the draft points at that version.
 - Role bindings live on the draft until publication and are then copied into RoleBindings, which
   never change; a later version is bound afresh (the importer is asked, spec §7).
+- A role may be bound to a group created for it, named by the importer: in the admin a name some
+  group of the organization already has (in any case) is refused, since the importer meant that
+  group and should pick it; the command line binds to such a group instead (``--bind`` creates
+  only what is missing).
 - A zip holds ``PROCESS.md`` at its root (no folder name to check) or ``<folder>/PROCESS.md``
   (the folder name must equal ``name``). Only that member is decompressed, at most
   ``MAX_PROCESS_BYTES`` of it; any member name that is absolute or climbs out with ``..`` refuses
@@ -33,10 +39,11 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from accounts.models import Group, Organization
 from processes import capabilities, hashing, parsing, validation
+from processes.definition import Definition, compile_definition, declared_frontmatter
 from processes.models import Draft, Process, ProcessVersion, RoleBinding
 
 PROCESS_FILE = "PROCESS.md"
@@ -284,9 +291,10 @@ def _hash(frontmatter: dict, body: str) -> tuple[str | None, list[str]]:
         return None, [f"frontmatter: cannot be hashed as RFC 8785 canonical JSON ({exc})"]
 
 
-def _as_text(text: str | bytes) -> str:
-    # A refused draft keeps what can be stored (no lone surrogates, no NUL); valid documents are
-    # UTF-8 without either, so for them this is exact.
+def document_text(text: str | bytes) -> str:
+    """Return a document as text that can be stored and shown again, whatever bytes it held."""
+    # Bytes that are not UTF-8, lone surrogates and NUL become U+FFFD; an accepted document has
+    # none of them, so for it this is exact.
     if isinstance(text, str):
         text = text.encode("utf-8", errors="replace").decode("utf-8")
     else:
@@ -324,22 +332,20 @@ def _import_draft(
     if frontmatter is not None and not issues:
         sha256, hash_issues = _hash(frontmatter, parsed.body)
         issues += hash_issues
-    if not issues:
-        latest = _latest_version(organization, name)
-        if latest is not None and latest.sha256 == sha256:
-            return ImportResult(name=name, unchanged=latest, sha256=sha256)
+    if issues:
+        return ImportResult(name=name, issues=issues)
+    latest = _latest_version(organization, name)
+    if latest is not None and latest.sha256 == sha256:
+        return ImportResult(name=name, unchanged=latest, sha256=sha256)
     draft = Draft.objects.create(
         organization=organization,
         name=name,
-        source=_as_text(text),
+        source=document_text(text),
         folder_name=folder_name or "",
         frontmatter=frontmatter,
-        body=parsed.body.replace("\x00", "\ufffd"),
-        issues=issues,
+        body=parsed.body,
         created_by=created_by,
     )
-    if issues:
-        return ImportResult(name=name, issues=issues, draft=draft)
     roles = validation.role_names(frontmatter)
     return ImportResult(
         name=name,
@@ -375,6 +381,13 @@ def draft_systems(draft: Draft) -> list[str]:
     if draft.issues or not isinstance(draft.frontmatter, dict):
         return []
     return validation.required_systems(draft.frontmatter)
+
+
+def draft_definition(draft: Draft) -> Definition | None:
+    """Return the step graph of a draft the server accepted, or None for a refused one."""
+    if draft.issues or not isinstance(draft.frontmatter, dict):
+        return None
+    return compile_definition(declared_frontmatter(draft.source, draft.frontmatter), draft.body)
 
 
 def unbound_roles(draft: Draft) -> list[str]:
@@ -417,18 +430,81 @@ def _binding_issues(draft: Draft, roles: list[str], bindings: Mapping[str, Group
     return issues
 
 
-def _bind_roles(*, draft: Draft, bindings: Mapping[str, Group | None]) -> list[str]:
+def check_new_group_names(*, organization: Organization, names: Mapping[str, str]) -> dict[str, str]:
+    """Return role → why the group name given for it cannot be created in the organization."""
+    max_length = Group._meta.get_field("name").max_length
+    wanted = {role: name.strip() for role, name in names.items()}
+    taken = _taken_group_names(organization, wanted.values())
+    problems = {}
+    for role, name in wanted.items():
+        if not name:
+            problems[role] = "type a name for the new group"
+        elif len(name) > max_length:
+            problems[role] = f"a group name is at most {max_length} characters (this one has {len(name)})"
+        elif "\x00" in name:
+            problems[role] = "a group name cannot contain a NUL character (U+0000)"
+        elif name.casefold() in taken:
+            problems[role] = (
+                f"a group named '{taken[name.casefold()]}' already exists in organization "
+                f"'{organization.slug}'; pick it from the list"
+            )
+    return problems
+
+
+def _taken_group_names(organization: Organization, names) -> dict[str, str]:
+    """Return casefolded name → existing name, for the names some group of the organization has."""
+    folded = {name.casefold() for name in names if name}
+    if not folded:
+        return {}
+    existing = Group.objects.filter(organization=organization).values_list("name", flat=True)
+    return {name.casefold(): name for name in existing if name.casefold() in folded}
+
+
+def _create_groups(organization: Organization, new_groups: Mapping[str, str]) -> dict[str, Group]:
+    """Create one group per distinct name (two roles may share one) and return role → group."""
+    created: dict[str, Group] = {}
+    by_role = {}
+    for role, name in new_groups.items():
+        name = name.strip()
+        key = name.casefold()
+        if key not in created:
+            try:
+                with transaction.atomic():
+                    created[key] = Group.objects.create(organization=organization, name=name)
+            except IntegrityError:
+                # Another request created it between the check and here.
+                raise BindingError(
+                    [f"role '{role}': a group named '{name}' was created meanwhile; pick it from the list"]
+                ) from None
+        by_role[role] = created[key]
+    return by_role
+
+
+def _bind_roles(
+    *, draft: Draft, bindings: Mapping[str, Group | None], new_groups: Mapping[str, str] | None = None
+) -> list[str]:
     draft = Draft.objects.select_for_update(of=("self",)).select_related("organization").get(pk=draft.pk)
+    new_groups = dict(new_groups or {})
     issues = []
     if draft.published_version_id is not None:
         issues.append(f"draft {draft.name}: is already published")
     if draft.issues:
         issues.append(f"draft {draft.name or '(unnamed)'}: was refused at import and cannot be bound")
-    issues += _binding_issues(draft, draft_roles(draft), bindings)
+    roles = draft_roles(draft)
+    issues += _binding_issues(draft, roles, {**dict.fromkeys(new_groups), **bindings})
+    issues += [
+        f"role '{role}': is given both a group and a new group's name"
+        for role in new_groups
+        if bindings.get(role) is not None
+    ]
+    problems = check_new_group_names(
+        organization=draft.organization, names={r: n for r, n in new_groups.items() if r in roles}
+    )
+    issues += [f"role '{role}': {problem}" for role, problem in problems.items()]
     if issues:
         raise BindingError(issues)
     merged = dict(draft.bindings or {})
-    for role, group in bindings.items():
+    for role, group in {**bindings, **_create_groups(draft.organization, new_groups)}.items():
         if group is None:
             merged.pop(role, None)
         else:
@@ -439,9 +515,11 @@ def _bind_roles(*, draft: Draft, bindings: Mapping[str, Group | None]) -> list[s
 
 
 @transaction.atomic
-def bind_roles(*, draft: Draft, bindings: Mapping[str, Group | None]) -> list[str]:
-    """Bind role names to groups of the draft's organization (None unbinds) and return the roles still unbound."""
-    unbound = _bind_roles(draft=draft, bindings=bindings)
+def bind_roles(
+    *, draft: Draft, bindings: Mapping[str, Group | None], new_groups: Mapping[str, str] | None = None
+) -> list[str]:
+    """Bind roles to the organization's groups (None unbinds) or to new ones; return the roles still unbound."""
+    unbound = _bind_roles(draft=draft, bindings=bindings, new_groups=new_groups)
     draft.refresh_from_db(fields=["bindings"])
     return unbound
 

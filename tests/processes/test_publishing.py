@@ -96,33 +96,31 @@ def test_import_creates_a_draft_with_roles_and_systems(org):
     assert not Process.objects.exists()
 
 
-def test_refused_import_keeps_a_draft_with_every_issue(org):
-    # spec §2: every issue at once; the refused document is kept so nothing sent is lost.
+def test_refused_import_names_every_issue_and_stores_nothing(org):
+    # spec §2: every issue at once; a document that can never be published is not kept.
     result = publishing.import_draft(organization=org, text=BROKEN)
-    assert result.refused
+    assert result.refused and result.draft is None
     assert len(result.issues) >= 3
     joined = "\n".join(result.issues)
     assert "name" in joined and "colour" in joined and "nowhere" in joined
-    draft = Draft.objects.get()
-    assert draft.issues == result.issues
-    assert draft.source == BROKEN
+    assert not Draft.objects.exists() and not Process.objects.exists()
 
 
-def test_unreadable_import_keeps_the_source(org):
+def test_unreadable_import_is_refused_without_a_draft(org):
     result = publishing.import_draft(organization=org, text=b"no frontmatter here\n")
-    assert result.refused
-    draft = Draft.objects.get()
-    assert draft.source == "no frontmatter here\n"
-    assert draft.frontmatter is None and draft.name == ""
+    assert result.refused and result.issues
+    assert not Draft.objects.exists()
 
 
 @pytest.mark.parametrize(
     "text", ["---\nname: \ud800\n---\n", b"---\nname: \xff\n---\n", "---\nname: a\x00\n---\n"]
 )
-def test_text_that_cannot_be_stored_as_is_is_kept_as_far_as_it_can(org, text):
+def test_text_that_cannot_be_stored_is_refused_and_can_be_shown_again(org, text):
     result = publishing.import_draft(organization=org, text=text)
-    assert result.refused
-    assert Draft.objects.get().source.startswith("---\nname: ")
+    assert result.refused and not Draft.objects.exists()
+    shown = publishing.document_text(text)
+    assert shown.startswith("---\nname: ") and "\x00" not in shown
+    shown.encode("utf-8")  # no lone surrogate left
 
 
 def test_oversized_import_is_refused_without_storing_it(org, settings):
@@ -135,7 +133,7 @@ def test_oversized_import_is_refused_without_storing_it(org, settings):
 def test_nul_in_body_is_refused_because_it_cannot_be_stored(org):
     result = publishing.import_draft(organization=org, text=SIMPLE + "\x00\n")
     assert any("NUL" in issue for issue in result.issues)
-    assert "\x00" not in Draft.objects.get().source
+    assert not Draft.objects.exists()
 
 
 def test_folder_name_must_equal_name(org):
@@ -143,7 +141,7 @@ def test_folder_name_must_equal_name(org):
     result = publishing.import_draft(organization=org, text=SIMPLE, folder_name="another-name")
     assert result.refused
     assert any("another-name" in issue for issue in result.issues)
-    assert Draft.objects.get().folder_name == "another-name"
+    assert not Draft.objects.exists()
 
 
 def test_unchanged_import_creates_nothing(org, publish):
@@ -187,8 +185,65 @@ def test_group_of_another_organization_cannot_be_bound(org, other_org):
     assert draft.bindings == {}
 
 
+def test_bind_roles_creates_the_new_groups_it_is_given(org, other_org):
+    draft = publishing.import_draft(organization=org, text=SIMPLE).draft
+    Group.objects.create(organization=other_org, name="reviewers")
+    assert publishing.bind_roles(draft=draft, bindings={}, new_groups={"approver": "reviewers"}) == ["checker"]
+    reviewers = Group.objects.get(organization=org, name="reviewers")
+    assert draft.bindings == {"approver": reviewers.pk}
+
+
+def test_bind_roles_refuses_every_bad_new_group_at_once_and_creates_none(org):
+    draft = publishing.import_draft(organization=org, text=SIMPLE).draft
+    approvers = Group.objects.create(organization=org, name="Approvers")
+    groups = Group.objects.count()
+    with pytest.raises(publishing.BindingError) as refused:
+        publishing.bind_roles(
+            draft=draft,
+            bindings={"checker": approvers},
+            new_groups={"approver": "APPROVERS", "checker": "checkers", "nobody": "x" * 101},
+        )
+    assert refused.value.issues == [
+        "role 'nobody': the process has no such role (its roles: approver, checker)",
+        "role 'checker': is given both a group and a new group's name",
+        "role 'approver': a group named 'Approvers' already exists in organization "
+        f"'{org.slug}'; pick it from the list",
+    ]
+    assert Group.objects.count() == groups
+    draft.refresh_from_db()
+    assert draft.bindings == {}
+
+
+def test_a_group_created_meanwhile_refuses_the_binding_and_keeps_nothing(org, monkeypatch):
+    # Another request creates the group between the name check and the insert.
+    draft = publishing.import_draft(organization=org, text=SIMPLE).draft
+    check = publishing.check_new_group_names
+
+    def check_then_someone_creates(*, organization, names):
+        problems = check(organization=organization, names=names)
+        Group.objects.create(organization=organization, name="checkers")
+        return problems
+
+    monkeypatch.setattr(publishing, "check_new_group_names", check_then_someone_creates)
+    with pytest.raises(publishing.BindingError) as refused:
+        publishing.bind_roles(draft=draft, bindings={}, new_groups={"approver": "approvers", "checker": "checkers"})
+    assert refused.value.issues == ["role 'checker': a group named 'checkers' was created meanwhile; pick it from the list"]
+    assert not Group.objects.filter(name="approvers").exists()
+    draft.refresh_from_db()
+    assert draft.bindings == {}
+
+
+def refused_draft(org):
+    """Return a draft as earlier releases stored a refused import: with its issues."""
+    parsed = parsing.parse_process(BROKEN)
+    return Draft.objects.create(
+        organization=org, name="", source=BROKEN, frontmatter=parsed.frontmatter, body=parsed.body,
+        issues=["name: must match ^[a-z0-9]+(-[a-z0-9]+)*$"],
+    )
+
+
 def test_refused_draft_cannot_be_bound(org):
-    draft = publishing.import_draft(organization=org, text=BROKEN).draft
+    draft = refused_draft(org)
     group = Group.objects.create(organization=org, name="g")
     with pytest.raises(publishing.BindingError):
         publishing.bind_roles(draft=draft, bindings={"approver": group})
@@ -238,7 +293,7 @@ def test_publish_with_an_unbound_role_is_refused_naming_it(org):
 
 
 def test_publish_of_a_refused_draft_is_refused_with_its_issues(org):
-    draft = publishing.import_draft(organization=org, text=BROKEN).draft
+    draft = refused_draft(org)
     with pytest.raises(publishing.PublishError) as refused:
         publishing.publish_draft(draft=draft)
     assert refused.value.issues == draft.issues
