@@ -1,15 +1,17 @@
-"""The inbox page for a person with 1,000 open items and for one with 10 among them, and the item page of
-a run with 30 completed steps.
+"""The inbox page for a person with 1,000 open items and for one with 10 among them, with each of its
+filters; the item page of a run with 30 completed steps; and the search over 100,000 runs.
 
-    python bench/inbox.py [--items 1000] [--samples 20]
+    python bench/inbox.py [--items 1000] [--runs 100000] [--samples 20]
 
 Renders the pages in-process (Django's test client, signed in) against PostgreSQL and prints the
-time and SQL query count of each.
+time and SQL query count of each. The search is timed twice: the search itself (work.search, the
+queries a search box costs) and the whole /search/ page.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -65,16 +67,21 @@ def measure(client, path: str, samples: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=20)
     args = parser.parse_args()
+    os.environ.setdefault("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")  # notices, unsent
     setup_django(recreate_database("bench_inbox"))
 
+    from django.db import connection
     from django.test import Client
 
     from accounts.identity import Identity
     from accounts.models import Agent, Group, Membership, Organization, User
     from processes.publishing import import_process
+    from runs.models import Run, WorkItem
     from runs.tools import call_tool
+    from work import search
 
     org = Organization.objects.get(slug="default")
     Group.objects.create(organization=org, name="reviewers")
@@ -107,8 +114,14 @@ def main() -> None:
 
     client = Client()
     assert client.login(email="approver@example.com", password="bench-password")
+    item = WorkItem.objects.filter(run__process_name="bench-approval").order_by("pk").first()
+    assert client.post(f"/inbox/{item.public_id}/take/").status_code == 302
     for label, path in (
         (f"inbox with {args.items + 1} open items", "/inbox/"),
+        ("  filtered: my groups'", "/inbox/?show=groups"),
+        ("  filtered: taken by me (1)", "/inbox/?show=taken"),
+        ("  filtered: nobody on it", "/inbox/?show=unassigned"),
+        ("  filtered: one process", "/inbox/?process=bench-approval"),
         ("item page, run with 30 completed steps", f"/inbox/{item_id}/"),
         ("run page, 30 completed steps", f"/runs/{run_id}/"),
     ):
@@ -119,6 +132,57 @@ def main() -> None:
     mean, p95, queries = measure(client, "/inbox/", args.samples)
     print(f"inbox with 10 open items among the organization's {args.items + 11}: "
           f"{mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+
+    grow_claims(org, args.runs)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    person = Identity.for_user(reviewer)
+    wanted = f"CLM-{args.runs // 2:07d}"
+    total = Run.objects.filter(organization=org).count()
+    for label, text in ((f"a run by an input value among {total:,} runs", wanted),
+                        ("a run by a nested input value", f"RC-{args.runs // 3}"),
+                        ("runs by part of the process name", "review"),
+                        ("runs by who started them", "inbox-bench"),
+                        ("a run by its id", f"r_{Run.objects.order_by('pk').values_list('pk', flat=True)[total // 2]}")):
+        found = search.search(person, text)
+        assert found.runs, (label, text)
+        mean, p95, queries = measure_call(lambda text=text: search.search(person, text), args.samples)
+        print(f"search, {label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries, {len(found.runs)} found")
+    mean, p95, queries = measure(client, f"/search/?q={wanted}", args.samples)
+    print(f"search page for an input value: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+
+
+def grow_claims(organization, count: int) -> None:
+    """Add `count` ended runs in bulk, each with a claim id and a nested receipt number among its inputs."""
+    from django.utils import timezone
+
+    from processes.models import ProcessVersion
+    from runs.models import Run
+
+    version = ProcessVersion.objects.get(process__organization=organization, process__name="bench-review")
+    now = timezone.now()
+    for start in range(0, count, 5000):
+        Run.objects.bulk_create(
+            Run(organization=organization, version=version, process_name="bench-review", started_by="a_0",
+                state="ended", outcome="ok", started_at=now, updated_at=now,
+                data={"inputs": {"claim_id": f"CLM-{i:07d}", "amount": i % 500, "receipt": {"number": f"RC-{i}"}},
+                      "steps": {}})
+            for i in range(start, min(start + 5000, count))
+        )
+
+
+def measure_call(call, samples: int) -> tuple[float, float, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times, queries = [], 0
+    for _ in range(samples):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - started)
+        queries = len(captured)
+    return statistics.fmean(times) * 1000, percentile(times, 0.95) * 1000, queries
 
 
 if __name__ == "__main__":
