@@ -6,6 +6,8 @@ own error and access lines are JSON objects from the same formatter as the app's
 
 import os
 import re
+import tempfile
+from pathlib import Path
 
 from gunicorn.glogging import Logger
 
@@ -22,6 +24,25 @@ class AccessLogger(Logger):
             if isinstance(atoms.get(key), str):
                 atoms[key] = _SIGNATURE.sub("[redacted]", atoms[key])
         return atoms
+
+
+# Each worker writes its metrics here and a scrape of /metrics adds them up (prometheus_client's
+# multiprocess mode); a directory of its own unless one is given.
+METRICS_DIR = Path(os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="agentprocess-metrics-")))
+
+
+def on_starting(server):
+    """Start the counts from zero: a directory kept from an earlier start holds its dead workers' files."""
+    METRICS_DIR.mkdir(parents=True, exist_ok=True)
+    for stale in METRICS_DIR.glob("*.db"):
+        stale.unlink()
+
+
+def child_exit(server, worker):
+    """A worker that stopped keeps its counters in the sum, and drops its live gauges."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
 
 
 bind = os.environ.get("BIND", "0.0.0.0:8000")

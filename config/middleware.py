@@ -2,6 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
 
+from base import metrics
 from base.storable import text_problem
 
 
@@ -33,3 +34,15 @@ class RefuseUnstorableText:
             return HttpResponseBadRequest(f"Bad request: the query or a cookie: {problem}.",
                                           content_type="text/plain")
         return self.get_response(request)
+
+
+class CountResponses:
+    """Count every response by its status class, for the 5xx rate (base.metrics.HTTP_RESPONSES)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        metrics.HTTP_RESPONSES.labels(f"{response.status_code // 100}xx").inc()
+        return response

@@ -1,9 +1,12 @@
 """Settings, read from the environment; see README.md for every variable."""
 
+import ipaddress
 import os
 import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -84,6 +87,16 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "t
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 PUBLIC_URL = os.environ.get("PUBLIC_URL", "").rstrip("/")
 
+# /metrics answers a scraper on these networks, or one sending `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+try:
+    METRICS_ALLOWED_NETWORKS = [
+        ipaddress.ip_network(item, strict=False)
+        for item in env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+    ]
+except ValueError as error:
+    raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {error}") from None
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -105,6 +118,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.CountResponses",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RefuseUnstorableText",

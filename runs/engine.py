@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.models import User
-from base import sql
+from base import metrics, sql
 from processes.definition import JOIN, StepDef, definition_for, duration_seconds
 from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
@@ -106,6 +106,7 @@ def apply_time(txn: LoadedRun) -> None:
 
 
 def _expire_lease(txn: LoadedRun, row: RunStep) -> None:
+    metrics.LEASES_EXPIRED.inc()
     move(row, StepState.READY)
     if row.progress:
         row.handoff = {**(row.handoff or {}), "progress": row.progress}

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import EmailNotices, User
+from base import metrics
 from processes.wording import step_title
 
 from . import files
@@ -70,6 +71,7 @@ def _notify(run, people, *, kind: str, text: str, step_id: str = "", item=None, 
         for user in people
     ]
     Notification.objects.bulk_create(notices)
+    metrics.NOTICES.labels(kind).inc(len(notices))
     return sum(notice.email_pending for notice in notices)
 
 
@@ -152,7 +154,7 @@ def send_pending_email(*, run_id: int | None = None, root: str | None = None, li
             continue
         body = render_to_string("work/email/notice.txt", {"notice": notice, "link": root + notice_link(notice),
                                                           "inbox": root + reverse("inbox")})
-        if _send(notice.user, notice.text[:120], body, [notice.pk]):
+        if _send(notice.user, notice.text[:120], body, [notice.pk], how="immediately"):
             sent += 1
     return sent
 
@@ -172,15 +174,16 @@ def send_digests(*, now: dt.datetime | None = None, limit: int = 200) -> int:
         lines = [(notice, root + notice_link(notice)) for notice in notices]
         body = render_to_string("work/email/digest.txt", {"lines": lines, "inbox": root + reverse("inbox")})
         subject = f"{len(notices)} update{'s' if len(notices) != 1 else ''} on your processes"
-        if _send(user, subject, body, [n.pk for n in notices]):
+        if _send(user, subject, body, [n.pk for n in notices], how="digest"):
             User.objects.filter(pk=user.pk).update(last_digest_at=now)
             sent += 1
     return sent
 
 
-def _send(user: User, subject: str, body: str, ids: list[int]) -> bool:
+def _send(user: User, subject: str, body: str, ids: list[int], *, how: str) -> bool:
     try:
         send_mail(subject=subject, message=body, from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[user.email])
+        metrics.EMAILS_SENT.labels(how).inc()
         return True
     except Exception:
         log.exception("email to %s failed; it stays owed", user.email)

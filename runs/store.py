@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from django.db import connection, transaction
 from django.utils import timezone
 
-from base import sql
+from base import metrics, sql
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
@@ -99,6 +99,18 @@ def _after_commit(run_id: int):
     return send
 
 
+def _count_run(run: Run, *, started: bool, ended: bool):
+    process, mode, outcome = run.process_name, run.mode, run.outcome or run.state
+
+    def count():
+        if started:
+            metrics.RUNS_STARTED.labels(process, mode).inc()
+        if ended:
+            metrics.RUNS_ENDED.labels(process, outcome).inc()
+
+    return count
+
+
 def load(
     run_id: int | None,
     *,
@@ -153,7 +165,8 @@ def load(
 def save(txn: LoadedRun) -> None:
     """Save everything the write changed and schedule its side effects for after the commit."""
     run = txn.run
-    if run._state.adding:
+    started = run._state.adding
+    if started:
         # A new run is inserted once, already in its first state; with its key reserved, in the batch.
         (sql.insert_later if run.pk is not None else sql.insert)(run)
         ended = run.is_over
@@ -203,3 +216,5 @@ def save(txn: LoadedRun) -> None:
         owed += notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
     if owed:
         transaction.on_commit(_after_commit(run.pk))
+    if started or ended:
+        transaction.on_commit(_count_run(run, started=started, ended=ended))

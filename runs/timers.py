@@ -13,7 +13,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts import connections
-from base import sql
+from base import metrics, sql
 
 from . import engine, notices
 from .models import Run
@@ -69,6 +69,7 @@ def sweep(*, limit: int = 500) -> int:
 
     What Celery beat schedules.
     """
+    metrics.SWEEPS.inc()
     changed = catch_up(limit=limit)
     notices.send_pending_email()
     notices.send_digests()

@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import secrets
+import time
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -18,7 +19,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from accounts.identity import Identity
-from base import sql
+from base import metrics, sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.kinds import StepKind
@@ -40,7 +41,7 @@ from . import (
 from .arguments import check_arguments
 from .assignments import assigned_items
 from .canonical import iso, snapshot_of
-from .errors import Invalid, NotAccepted, NotFound, run_ended
+from .errors import Invalid, NotAccepted, NotFound, ToolError, run_ended
 from .models import (
     Lease,
     Run,
@@ -54,11 +55,21 @@ from .models import (
 
 
 def call_tool(identity: Identity, tool: str, arguments) -> dict:
-    """Run one tool for one caller and return its `data`, or raise a ToolError."""
+    """Run one tool for one caller and return its `data`, or raise a ToolError; each call is counted and timed."""
     if tool not in TOOLS:
         raise NotFound(f"There is no tool '{tool}'.")
-    check_arguments(tool, arguments)
-    return TOOL_FUNCTIONS[tool](identity, arguments)
+    started, code = time.perf_counter(), "error"
+    try:
+        check_arguments(tool, arguments)
+        data = TOOL_FUNCTIONS[tool](identity, arguments)
+        code = "ok"
+        return data
+    except ToolError as error:
+        code = error.code
+        raise
+    finally:
+        metrics.TOOL_CALLS.labels(tool, code).inc()
+        metrics.TOOL_SECONDS.labels(tool).observe(time.perf_counter() - started)
 
 
 # --- lookups ------------------------------------------------------------------------------------
