@@ -10,7 +10,6 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.config.nodes import gunicorn_node, manage
-from tests.runs.conftest import agent, make_agent, make_person, org, publish  # noqa: F401 (fixtures)
 
 ONE_STEP = """---
 name: metered
