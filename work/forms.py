@@ -25,10 +25,7 @@ from dataclasses import dataclass, field
 from runs.acceptance import field_spec
 
 from . import cells, grids
-from .cells import UTC_OFFSETS, Problem, choice_label, choice_value, field_label, parse_number
-
-__all__ = ["UTC_OFFSETS", "Control", "Members", "apply_change", "controls_for", "field_label", "parse_number",
-           "place_problems", "read_values", "widget_for"]
+from .cells import UTC_OFFSETS, Problem, choice_label, choice_value, field_label
 
 
 @dataclass(frozen=True)
@@ -246,22 +243,29 @@ def _field_of(issue: str, prefix: str, names: list[str]) -> tuple[str, str] | No
     """Split `output.lines[2]: expected number` into (`lines`, `[2]: expected number`) when `lines` is a field."""
     for name in names:  # longest first: a name may begin with another
         head = f"{prefix}.{name}"
-        if issue.startswith(head) and issue[len(head):len(head) + 1] in ("[", ":"):
+        if issue.startswith(head) and issue[len(head):len(head) + 1] in ("[", ":", "."):
             return name, issue[len(head):].removeprefix(": ")
     return None
 
 
 def _engine_problem(control: Control, message: str) -> Problem:
-    """An engine issue about a field, placed on the line it names and worded for a person."""
+    """An engine issue about a field, placed on the line and field it names and worded for a person.
+
+    `message` is what follows the field's name: `missing`, `[2]: expected number`, or, for text no database
+    stores, `[0].merchant: …` or `.po: …`.
+    """
     grid = control.grid
-    if grid is not None and message.startswith("["):
-        index_text, _, rest = message[1:].partition("]")
-        index = int(index_text)
-        row = grid.value_rows[index] if index < len(grid.value_rows) else None
-        words, sentence = cells.phrase(rest.removeprefix(": "))
-        return grid.problem(row, None if grid.named else 0, words, sentence)
-    words, sentence = cells.phrase(message)
-    return Problem(words, sentence, target=control.html_id)
+    if grid is None or not message.startswith(("[", ".")):
+        return Problem(*cells.phrase(message), target=control.html_id)
+    row, column = (0 if grid.single else None), (None if grid.named else 0)
+    if message.startswith("["):
+        index, _, message = message[1:].partition("]")
+        position = int(index) if index.isdigit() else len(grid.value_rows)
+        row = grid.value_rows[position] if position < len(grid.value_rows) else None
+    if message.startswith(".") and grid.named:
+        name, _, message = message[1:].partition(": ")
+        column = next((j for j, c in enumerate(grid.columns) if c.name == name), None)
+    return grid.problem(row, column, *cells.phrase(message.removeprefix(": ")))
 
 
 def place_problems(controls: list[Control], problems: dict[str, list[Problem]] | None, issues: list[str] | None,

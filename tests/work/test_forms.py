@@ -5,13 +5,12 @@ import pytest
 from django.http import QueryDict
 
 from runs.acceptance import check_fields
-from work.cells import Problem, phrase
+from work.cells import Problem, parse_number, phrase
 from work.forms import (
     Members,
     apply_change,
     controls_for,
     field_label,
-    parse_number,
     place_problems,
     read_values,
     summary,
@@ -313,3 +312,14 @@ def test_more_lines_than_a_form_takes_are_refused_in_words_not_dropped():
     assert values == {"tags": None}
     assert [p.words for p in problems["tags"]] == [
         f"takes at most {MAX_LINES} lines of 50 fields each; attach a longer list as a file"]
+
+
+def test_text_no_database_stores_is_placed_on_the_cell_that_holds_it():
+    data = posted(**records("rows", [("merchant", "text")], ("Cafe",), ("Ta\x00xi",)),
+                  **records("extra", [("po", "text")], ("P\x00O",), single=True))
+    controls = controls_for({"rows": DECLARED["rows"], "extra": DECLARED["extra"]}, "o", data=data)
+    read_values(controls)
+    place_problems(controls, {}, ["o.rows[1].merchant: holds a NUL character", "o.extra.po: holds a NUL character"],
+                   "o")
+    assert controls[0].grid.rows[1].cells[0].errors == ["Line 2: merchant holds a NUL character"]
+    assert controls[1].grid.rows[0].cells[0].errors == ["po holds a NUL character"]

@@ -101,6 +101,8 @@ def test_someone_of_another_organization_is_no_member_here(expenses, make_person
     response = expenses.post("/processes/expenses/", {**start_fields(expenses), "inputs-claimId": "C-1",
                                                       "inputs-manager": "elsewhere@other.example", **LINES})
     assert response.status_code == 400 and not Run.objects.exists()
+    manager = field_html(response.content.decode(), "inputs-manager")
+    assert "elsewhere@other.example is not a member of Default organization" in manager
 
 
 def test_the_picker_lists_the_members_with_their_names(expenses, make_person, other_org):
@@ -240,3 +242,12 @@ def test_add_a_line_on_a_task_keeps_the_files_chosen(expenses):
     assert 'value="7"' in amounts and 'name="output-amounts-1-0"' in amounts
     assert "r.pdf" in html and 'name="kept_file"' in html and ">Half done</textarea>" in html
     assert call_tool(expenses.people["claimant"], "get_run", {"runId": run_id})["data"]["steps"] == {}
+
+
+def test_text_no_database_stores_is_refused_beside_its_cell(expenses):
+    lines = lines_of("inputs-lines", [("merchant", "text")], ("Cafe\x00Luna",))
+    response = expenses.post("/processes/expenses/", {**start_fields(expenses), "inputs-claimId": "C-1",
+                                                      "inputs-manager": "manager@example.com", **lines})
+    assert response.status_code == 400 and not Run.objects.exists()
+    cell = field_html(response.content.decode(), "inputs-lines").split('id="f-inputs-lines-0-0"')[0]
+    assert re.search(r"Line 1: merchant \w+", cell.rsplit('<div class="cell', 1)[1])
