@@ -316,6 +316,8 @@ FILE_URL_SECONDS = env_int("FILE_URL_SECONDS", 900)
 MAX_PROCESS_BYTES = env_int("MAX_PROCESS_BYTES", 1024 * 1024)
 # Uploads arrive base64-encoded inside JSON, so the body cap is a little over 4/3 of the upload cap.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024)
+# A form's list sends one input a cell (work/grids.py: up to 500 lines of 50 fields), more than Django's 1000.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 30_000
 PROFILES_ENABLED = env_list("PROFILES", [])
 CHECK_EVALUATOR_URL = os.environ.get("CHECK_EVALUATOR_URL", "")
 CHECK_EVALUATOR_MODEL = os.environ.get("CHECK_EVALUATOR_MODEL", "")

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.identity import Identity
-from accounts.models import User
+from accounts.members import member_by_email
 from base import metrics, sql
 from processes.definition import JOIN, StepDef, definition_for, duration_seconds
 from processes.kinds import WORK_KINDS, StepKind
@@ -237,13 +237,9 @@ def open_person_item(txn: LoadedRun, step: StepDef, row: RunStep) -> None:
         item.assigned_person = user.email
     elif "." in person:
         value = read_path(txn.run.data, person)
-        user = None
-        if isinstance(value, str):
-            user = User.objects.filter(
-                email__iexact=value, membership__organization_id=txn.run.organization_id
-            ).first()
+        user = member_by_email(txn.run.organization_id, value) if isinstance(value, str) else None
         if user is None:
-            shown = "missing" if value is None else f"'{value}', which is no member of this organization"
+            shown = "missing" if value is None else f"'{value}', which is no active member of this organization"
             fail_by_server(txn, row, f"person {person} is {shown}.")
             return
         item.assigned_user = user

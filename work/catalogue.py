@@ -14,8 +14,9 @@ from processes.wording import step_title
 from runs.errors import Invalid, ToolError
 from runs.tools import call_tool
 
-from .forms import controls_for, read_values, sort_issues
+from .forms import apply_change, controls_for, place_problems, read_values, summary
 from .maps import process_map
+from .people import members_of, picker
 from .views import new_request_id, person_page, refused, request_id
 
 
@@ -57,33 +58,34 @@ def start(request, identity: Identity, name: str):
     definition = definition_for(version)
     controls = controls_for(definition.inputs, "inputs", data=posted)
     issues: list[str] = []
-    problems: dict[str, str] = {}
+    problems: dict = {}
     mode = "live"
     status = 200
     if posted is not None:
         mode = posted.get("mode") if posted.get("mode") in ("live", "test") else "live"
-        inputs, problems = read_values(controls)
-        arguments = {
-            "process": name,
-            "version": version.number,
-            "inputs": inputs,
-            "mode": mode,
-            "requestId": request_id(posted.get("requestId")),
-        }
-        try:
-            view = call_tool(identity, "start_run", arguments)
-        except Invalid as error:
-            issues, status = error.issues or [error.message], error.status
-        except ToolError as error:
-            return refused(request, error)
+        if posted.get("op"):
+            # "Add a line", "Remove" and the like: the same form again, changed, nothing sent.
+            apply_change(controls, posted["op"])
         else:
-            label = "test run" if mode == "test" else "run"
-            messages.success(request, f"Started {label} {view['run']['id']} of {name}.")
-            return redirect("run", run_id=view["run"]["id"])
-    placed = sort_issues(issues, "inputs", {c.name for c in controls}, ())
-    for control in controls:
-        control.errors = [*([problems[control.name]] if control.name in problems else []),
-                          *placed.get(control.name, [])]
+            inputs, problems = read_values(controls, members_of(identity))
+            arguments = {
+                "process": name,
+                "version": version.number,
+                "inputs": inputs,
+                "mode": mode,
+                "requestId": request_id(posted.get("requestId")),
+            }
+            try:
+                view = call_tool(identity, "start_run", arguments)
+            except Invalid as error:
+                issues, status = error.issues or [error.message], error.status
+            except ToolError as error:
+                return refused(request, error)
+            else:
+                label = "test run" if mode == "test" else "run"
+                messages.success(request, f"Started {label} {view['run']['id']} of {name}.")
+                return redirect("run", run_id=view["run"]["id"])
+    placed = place_problems(controls, problems, issues, "inputs")
     frontmatter = version.frontmatter
     context = {
         "identity": identity,
@@ -97,8 +99,8 @@ def start(request, identity: Identity, name: str):
                    "text": s.instructions} for s in definition.steps],
         "map": process_map(definition, title=f"Process map of {name}"),
         "controls": controls,
-        "issues": issues + [f"inputs.{n}: {t}" for n, t in problems.items()],
-        "general": placed.get("", []),
+        "issues": summary(controls, placed),
+        "people": picker(identity, controls),
         "mode": mode,
         "request_id": new_request_id(),
         "nav": "processes",

@@ -1,61 +1,39 @@
-"""Typed form controls built from declared fields (spec §2.3), and reading them back as JSON values.
+"""Typed form controls built from declared fields (spec §2.3), read back as JSON values, with what is wrong
+with them said in words beside the input that holds it.
 
 One control per field; what each type becomes:
 
-- `string`: a textarea that grows with its content (a string may hold several lines).
+- `string`, `number`, `date`, `datetime`, `person`: one typed input (work.cells).
 - any field with `one_of`: a select of exactly those values.
-- `number`: `<input type=number step=any>`; integers stay integers, nothing is rounded.
 - `boolean`: a checkbox when required (unticked is `false`); a Yes/No/blank select when optional,
   so "not given" stays possible.
-- `date`: `<input type=date>`.
-- `datetime`: `<input type=datetime-local>` beside a UTC-offset select, sent as RFC 3339 with offset.
-- `person`: `<input type=email>`.
-- `list` of strings, people, dates or numbers: a textarea, one item per line.
 - `list` whose items have `one_of`: a checkbox per allowed value.
-- `object`, and any other `list`: a textarea holding JSON.
+- any other `list`, and `object`: rows of typed cells that can be added and removed (work.grids).
 
-Reading never refuses anything itself: a value that does not parse is sent on as the raw text, so the
-tool reports it beside every other issue at once (spec §6 rule 3), and the parse problem is shown too.
+Reading never sends the engine a value the page already knows is wrong. A field with a problem (a cell
+that is not a number, an address that names no member) goes to the tool as `null`, which no type accepts,
+so the call is refused with every other field's issues at once (spec §6 rule 3); the engine's issue about
+that field is then dropped, since the page's own says more precisely where the problem is.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runs.acceptance import field_spec
 
-LINE_ITEM_TYPES = ("string", "person", "date", "number")
-_INTEGER = re.compile(r"^[+-]?\d+$")
-# Every offset in use somewhere; UTC first because it is the default.
-UTC_OFFSETS = ["+00:00"] + [
-    f"{sign}{h:02d}:{m:02d}"
-    for sign, h, m in sorted(
-        {("-", h, 0) for h in range(1, 13)}
-        | {("+", h, 0) for h in range(1, 15)}
-        | {("-", 3, 30), ("-", 9, 30), ("+", 3, 30), ("+", 4, 30), ("+", 5, 30), ("+", 5, 45),
-           ("+", 6, 30), ("+", 9, 30), ("+", 10, 30), ("+", 12, 45)},
-        key=lambda o: (-1 if o[0] == "-" else 1) * (o[1] * 60 + o[2]),
-    )
-]
+from . import cells, grids
+from .cells import UTC_OFFSETS, Problem, choice_label, choice_value, field_label
 
 
-# Words a field name spells in lower case that people write in capitals.
-ACRONYMS = frozenset({"id", "url", "uri", "usd", "eur", "gbp", "api", "sku", "vat", "iban", "pdf", "po", "rfp"})
+@dataclass(frozen=True)
+class Members:
+    """Who a `person` field may name: `known` returns which of some lower-cased addresses are active members."""
 
-
-def field_label(name: str) -> str:
-    """Turn a field name into words: `totalUsd` → `Total USD`, `due_date` → `Due date`."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
-    words = spaced.split()
-    if not words:
-        return name
-    text = " ".join(
-        w.upper() if w.lower() in ACRONYMS else w if w.isupper() and len(w) > 1 else w.lower() for w in words
-    )
-    return text[:1].upper() + text[1:]
+    organization: str
+    known: Callable[[set[str]], set[str]]
 
 
 @dataclass
@@ -71,6 +49,8 @@ class Control:
     values: list[str] = field(default_factory=list)
     offset: str = "+00:00"
     errors: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    grid: grids.Grid | None = None
 
     @property
     def html_name(self) -> str:
@@ -101,11 +81,11 @@ class Control:
 
     @property
     def hint(self) -> str:
+        if self.grid is not None:
+            return _grid_hint(self.grid)
         hints = {
-            "lines": "One per line.",
-            "json": "JSON, for example " + ('[{"item": "…"}]' if self.spec.get("type") == "list" else '{"key": "value"}'),
             "datetime": "Date and time, and the UTC offset they are in.",
-            "email": "An email address of a person in this organization.",
+            "person": "A member of this organization: type part of a name or an email address.",
             "choices": "Tick every one that applies.",
         }
         return hints.get(self.widget, "")
@@ -117,16 +97,33 @@ class Control:
     def has_value(self, option: str) -> bool:
         return option in self.values
 
+    @property
+    def picks_person(self) -> bool:
+        """Whether the control has an input for a person, which suggests the organization's members."""
+        if self.grid is not None:
+            return any(c.kind == "person" for c in self.grid.columns)
+        return self.widget == "person"
 
-def _choice_value(value) -> str:
-    # One_of values keep their JSON type through the form: 2 and "2" are different choices.
-    return json.dumps(value, ensure_ascii=False)
+    def attach(self, problem: Problem) -> None:
+        """Keep a problem for the summary and show its words where the person fixes it."""
+        self.problems.append(problem)
+        words = problem.beside(self.label)
+        if self.grid is not None and (problem.row is not None or problem.about_column):
+            self.grid.attach(problem, words)
+        else:
+            self.errors.append(words)
 
 
-def _choice_label(value) -> str:
-    if isinstance(value, bool):
-        return "Yes" if value else "No"
-    return str(value)
+def _grid_hint(grid: grids.Grid) -> str:
+    if grid.single:
+        return "Name each field, choose what kind of value it holds and fill it in."
+    if grid.named:
+        return "Name the fields every line has, then fill in one line for each item."
+    if grid.columns[0].kind == "json" and not grid.chosen:
+        return "One line for each item, written as " + cells.JSON_EXAMPLE + "."
+    if grid.columns[0].kind == "person":
+        return "One line for each person: a member of this organization."
+    return "One line for each item; blank lines are left out."
 
 
 def widget_for(spec: dict) -> str:
@@ -135,20 +132,12 @@ def widget_for(spec: dict) -> str:
         return "select"
     if kind == "list":
         items = field_spec(spec["items"]) if spec.get("items") is not None else None
-        if items is not None and items.get("one_of") is not None:
-            return "choices"
-        if items is not None and items.get("type") in LINE_ITEM_TYPES:
-            return "lines"
-        return "json"
-    return {
-        "string": "text",
-        "number": "number",
-        "boolean": "checkbox" if not spec.get("optional") else "yesno",
-        "date": "date",
-        "datetime": "datetime",
-        "person": "email",
-        "object": "json",
-    }.get(kind, "text")
+        return "choices" if items is not None and items.get("one_of") is not None else "rows"
+    if kind == "object":
+        return "record"
+    if kind == "boolean":
+        return "checkbox" if not spec.get("optional") else "yesno"
+    return cells.kind_for(spec)
 
 
 def controls_for(declared: dict | None, prefix: str, data=None, initial: dict | None = None) -> list[Control]:
@@ -158,130 +147,163 @@ def controls_for(declared: dict | None, prefix: str, data=None, initial: dict | 
         spec = field_spec(raw)
         control = Control(name=name, prefix=prefix, spec=spec, widget=widget_for(spec))
         if control.widget == "select":
-            control.choices = [(_choice_value(v), _choice_label(v)) for v in spec["one_of"]]
+            control.choices = [(choice_value(v), choice_label(v)) for v in spec["one_of"]]
         elif control.widget == "choices":
-            control.choices = [(_choice_value(v), _choice_label(v)) for v in field_spec(spec["items"])["one_of"]]
+            control.choices = [(choice_value(v), choice_label(v)) for v in field_spec(spec["items"])["one_of"]]
+        elif control.widget in ("rows", "record"):
+            control.grid = grids.grid_for(spec, control.html_name, control.label)
         if data is not None:
-            control.value = data.get(control.html_name, "")
-            control.values = data.getlist(control.html_name) if hasattr(data, "getlist") else []
-            control.offset = data.get(f"{control.html_name}-offset", "+00:00")
+            _take_post(control, data)
         elif initial and name in initial:
             _fill(control, initial[name])
         controls.append(control)
     return controls
 
 
+def _take_post(control: Control, data) -> None:
+    if control.grid is not None:
+        grids.fill_from_post(control.grid, data)
+        return
+    control.value = data.get(control.html_name, "")
+    control.values = data.getlist(control.html_name) if hasattr(data, "getlist") else []
+    control.offset = data.get(f"{control.html_name}-offset", "+00:00")
+
+
 def _fill(control: Control, value) -> None:
     """Show an existing JSON value in a control (a held submission, an earlier attempt)."""
-    if control.widget in ("select", "yesno"):
-        control.value = _choice_value(value)
+    if control.grid is not None:
+        grids.fill_from_value(control.grid, value)
     elif control.widget == "choices":
-        control.values = [_choice_value(v) for v in value] if isinstance(value, list) else []
+        control.values = [choice_value(v) for v in value] if isinstance(value, list) else []
     elif control.widget == "checkbox":
         control.value = "on" if value is True else ""
-    elif control.widget == "lines":
-        control.value = "\n".join(str(v) for v in value) if isinstance(value, list) else ""
-    elif control.widget == "json":
-        control.value = json.dumps(value, indent=2, ensure_ascii=False)
-    elif control.widget == "datetime" and isinstance(value, str) and len(value) >= 16:
-        control.value = value[:19] if value[16:17] == ":" else value[:16]
-        tail = value[19:].lstrip(".0123456789") if len(value) > 19 else value[16:]
-        control.offset = "+00:00" if tail in ("Z", "z", "") else tail
     else:
-        control.value = "" if value is None else str(value)
+        control.value, control.offset = cells.shown(control.widget, value)
 
 
-def parse_number(text: str):
-    """Return the JSON number a person typed, exactly (no rounding), or None when it is not one."""
-    text = text.strip()
-    if _INTEGER.match(text):
-        return int(text)
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
+def apply_change(controls: list[Control], op: str | None) -> bool:
+    """Apply an "Add a line"/"Remove"/"Add a field" button (`op` is `<html name>:<action>[:<index>]`)."""
+    html_name, _, rest = (op or "").partition(":")
+    action, _, index = rest.partition(":")
+    control = next((c for c in controls if c.grid is not None and c.html_name == html_name), None)
+    return control is not None and grids.change(control.grid, action, index)
 
 
-def _read_one(control: Control):
-    """Return (present, value, problem) for one control's posted text."""
-    widget, text = control.widget, control.value.strip()
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _read_one(control: Control) -> tuple[bool, object, list[Problem], list[tuple[str, Problem]]]:
+    """Return (present, value, problems, people) for one control's posted text."""
+    if control.grid is not None:
+        return grids.read_grid(control.grid, control.required)
+    widget = control.widget
     if widget == "checkbox":
-        return True, bool(control.value), None
+        return True, bool(control.value), [], []
     if widget == "choices":
-        chosen = []
-        for raw in control.values:
-            try:
-                chosen.append(json.loads(raw))
-            except (ValueError, RecursionError):
-                chosen.append(raw)
-        return bool(chosen) or control.required, chosen, None
-    if widget in ("select", "yesno"):
-        if not text:
-            return False, None, None
-        try:
-            return True, json.loads(text), None
-        except (ValueError, RecursionError):
-            return True, text, None
-    if widget == "lines":
-        lines = [line.strip() for line in control.value.splitlines() if line.strip()]
-        if not lines and not control.required:
-            return False, None, None
-        item_type = field_spec(control.spec["items"]).get("type")
-        if item_type != "number":
-            return True, lines, None
-        values, bad = [], []
-        for line in lines:
-            number = parse_number(line)
-            values.append(line if number is None else number)
-            if number is None:
-                bad.append(line)
-        return True, values, (f"not a number: {', '.join(bad)}" if bad else None)
-    if not text:
-        return False, None, None
-    if widget == "text":
-        # Only the outer blank lines go: the person's own line breaks are part of the value.
-        return True, control.value.strip("\r\n").replace("\r\n", "\n"), None
-    if widget == "number":
-        number = parse_number(text)
-        return True, (text if number is None else number), (None if number is not None else "not a number")
-    if widget == "json":
-        try:
-            return True, json.loads(text), None
-        except (ValueError, RecursionError) as exc:
-            return True, text, f"not valid JSON ({exc.args[0].split(':')[0]})"
-    if widget == "datetime":
-        stamp = text if len(text) > 16 else f"{text}:00"
-        offset = control.offset if control.offset in UTC_OFFSETS else "+00:00"
-        return True, f"{stamp}{'Z' if offset == '+00:00' else offset}", None
-    return True, text, None
+        chosen = [cells.read("json", raw)[1] for raw in control.values]
+        return bool(chosen) or control.required, chosen, [], []
+    kind = "yesno" if widget == "yesno" else widget
+    given, value, problem = cells.read(kind, control.value, control.offset)
+    problems = [Problem(problem, target=control.html_id)] if problem else []
+    people = [(value, Problem("", True, target=control.html_id))] if kind == "person" and given and not problem else []
+    return given, value, problems, people
 
 
-def read_values(controls: list[Control]) -> tuple[dict, dict[str, str]]:
-    """Return the JSON object the controls hold, and the parse problems by field name."""
+def read_values(controls: list[Control], members: Members | None = None) -> tuple[dict, dict[str, list[Problem]]]:
+    """Return the JSON object the controls hold for the engine, and the problems the page found, by field.
+
+    A field with a problem is `null` in the object (see the module's docstring). Addresses in `person`
+    fields are checked against `members` in one look-up.
+    """
     values: dict = {}
-    problems: dict[str, str] = {}
+    problems: dict[str, list[Problem]] = {}
+    people: list[tuple[str, str, Problem]] = []
     for control in controls:
-        present, value, problem = _read_one(control)
+        present, value, found, named = _read_one(control)
         if present:
             values[control.name] = value
-        if problem:
-            problems[control.name] = problem
+        if found:
+            problems[control.name] = found
+        people.extend((control.name, email, where) for email, where in named)
+    if members is not None and people:
+        known = members.known({email.lower() for _name, email, _where in people})
+        for name, email, where in people:
+            if email.lower() not in known:
+                words = f"{email} is not a member of {members.organization}"
+                problems.setdefault(name, []).append(dataclasses.replace(where, words=words))
+    for name in problems:
+        values[name] = None
     return values, problems
 
 
-_ISSUE_FIELD = re.compile(r"^(?P<prefix>[a-z]+)\.(?P<name>[A-Za-z0-9_-]+)(?:\[\d+\])*:")
+# --- placing what is wrong ------------------------------------------------------------------------
 
 
-def sort_issues(issues: list[str] | None, prefix: str, names: set[str], others: tuple[str, ...]) -> dict[str, list]:
-    """Place each issue beside its field: `output.x: …` under `x`, `note: …` under `note`, the rest under ``."""
+def _field_of(issue: str, prefix: str, names: list[str]) -> tuple[str, str] | None:
+    """Split `output.lines[2]: expected number` into (`lines`, `[2]: expected number`) when `lines` is a field."""
+    for name in names:  # longest first: a name may begin with another
+        head = f"{prefix}.{name}"
+        if issue.startswith(head) and issue[len(head):len(head) + 1] in ("[", ":", "."):
+            return name, issue[len(head):].removeprefix(": ")
+    return None
+
+
+def _engine_problem(control: Control, message: str) -> Problem:
+    """An engine issue about a field, placed on the line and field it names and worded for a person.
+
+    `message` is what follows the field's name: `missing`, `[2]: expected number`, or, for text no database
+    stores, `[0].merchant: …` or `.po: …`.
+    """
+    grid = control.grid
+    if grid is None or not message.startswith(("[", ".")):
+        return Problem(*cells.phrase(message), target=control.html_id)
+    row, column = (0 if grid.single else None), (None if grid.named else 0)
+    if message.startswith("["):
+        index, _, message = message[1:].partition("]")
+        position = int(index) if index.isdigit() else len(grid.value_rows)
+        row = grid.value_rows[position] if position < len(grid.value_rows) else None
+    if message.startswith(".") and grid.named:
+        name, _, message = message[1:].partition(": ")
+        column = next((j for j, c in enumerate(grid.columns) if c.name == name), None)
+    return grid.problem(row, column, *cells.phrase(message.removeprefix(": ")))
+
+
+def place_problems(controls: list[Control], problems: dict[str, list[Problem]] | None, issues: list[str] | None,
+                   prefix: str, others: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Show every problem beside its input, and return the engine's other issues by what they are about.
+
+    The page's own problems come first; an engine issue about a field the page found a problem in is left
+    out, so nothing is said twice. `note: …` goes under `note` when `note` is one of `others`; the rest under ``.
+    """
+    problems = problems or {}
+    by_name = {c.name: c for c in controls}
+    names = sorted(by_name, key=len, reverse=True)
+    for name, found in problems.items():
+        for problem in found:
+            by_name[name].attach(problem)
     placed: dict[str, list[str]] = {}
     for issue in issues or []:
-        match = _ISSUE_FIELD.match(issue)
-        if match and match.group("prefix") == prefix and match.group("name") in names:
-            key = match.group("name")
-        else:
-            head = issue.split(":", 1)[0].split(" ", 1)[0].split("[", 1)[0]
-            key = head if head in others else ""
-        placed.setdefault(key, []).append(issue)
+        hit = _field_of(issue, prefix, names)
+        if hit is not None:
+            name, message = hit
+            if name not in problems:
+                by_name[name].attach(_engine_problem(by_name[name], message))
+            continue
+        head = issue.split(":", 1)[0].split(" ", 1)[0].split("[", 1)[0]
+        placed.setdefault(head if head in others else "", []).append(issue)
     return placed
+
+
+def _place(problem: Problem) -> tuple:
+    """Where a problem is in its field, for listing them in the order the person reads the form."""
+    return (problem.row is not None, problem.row or 0, problem.column or 0)
+
+
+def summary(controls: list[Control], placed: dict[str, list[str]]) -> list[dict]:
+    """Everything to fix, in the order of the form: each problem in words with a link to its input."""
+    lines = [{"text": issue, "href": ""} for issue in placed.get("", [])]
+    for control in controls:
+        found = sorted(control.problems, key=_place)
+        lines += [{"text": p.summary(control.label), "href": f"#{p.target}"} for p in found]
+    lines += [{"text": issue, "href": ""} for key, found in placed.items() if key for issue in found]
+    return lines

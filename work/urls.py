@@ -15,4 +15,5 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="run-cancel"),
     path("processes/", catalogue.catalogue, name="processes"),
     path("processes/<str:name>/", catalogue.start, name="process-start"),
+    path("people/suggest/", views.people_suggest, name="people-suggest"),
 ]

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
@@ -31,8 +31,9 @@ from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
 from . import display, inbox, search
-from .forms import controls_for, read_values, sort_issues
+from .forms import apply_change, controls_for, place_problems, read_values, summary
 from .maps import process_map
+from .people import members_of, picker, suggestions
 
 PAGE_SIZE = 50
 # Which of an item page's forms a decision comes from; each form keeps its own typed values and issues.
@@ -166,6 +167,13 @@ def mark_notices_read(request, identity: Identity):
     return redirect("inbox")
 
 
+@require_http_methods(["GET", "HEAD"])
+@person_page
+def people_suggest(request, identity: Identity):
+    """The members of my organization whose name or address holds `q`, as JSON, for the person picker."""
+    return JsonResponse({"people": suggestions(identity, request.GET.get("q", ""))})
+
+
 # --- a work item --------------------------------------------------------------------------------
 
 
@@ -243,11 +251,10 @@ def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=
         controls = controls_for(
             current.get("output"), "output", data=posted if form_id == "complete" else None, initial=candidate
         )
-    names = {c.name for c in controls}
-    placed = sort_issues(issues, "output", names, ("evidence", "next", "reason", "note", "summary", "decision"))
-    for control in controls:
-        control.errors = [*([problems[control.name]] if problems and control.name in problems else []),
-                          *placed.get(control.name, [])]
+        if form_id == "complete" and posted.get("op"):
+            apply_change(controls, posted["op"])
+    placed = place_problems(controls, problems, issues, "output",
+                            ("evidence", "next", "reason", "note", "summary", "decision"))
     forms = {key: {"request_id": new_request_id(), "values": {}, "issues": {}} for key in
              ("complete", "approve", "reject", "return", "fail")}
     if form_id in forms:
@@ -268,7 +275,8 @@ def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=
         "forms": forms,
         "posted": form_id,
         "kept_files": kept or [],
-        "all_issues": list(issues or []) + [f"output.{name}: {text}" for name, text in (problems or {}).items()],
+        "all_issues": summary(controls, placed),
+        "people": picker(identity, controls),
         "max_upload": settings.MAX_UPLOAD_BYTES,
     }
 
@@ -368,6 +376,8 @@ def _decide(request, identity: Identity, item: WorkItem):
     form_id = FORM_OF.get(decision)
     rid = request_id(post.get("requestId"))
     again = {"posted": post, "form_id": form_id, "seen": post.get("seen", "")}
+    if post.get("op"):
+        return _change_complete_form(request, identity, item, rid)
     if form_id is None:
         return _item_response(request, identity, item, status=400, issues=["decision: press one of the buttons"])
     item.refresh_from_db(fields=["taken_by", "taken_at"])
@@ -381,11 +391,11 @@ def _decide(request, identity: Identity, item: WorkItem):
         "decision": decision,
         "requestId": rid,
     }
-    problems: dict[str, str] = {}
+    problems: dict = {}
     kept: list[str] = []
     if decision == "completed":
         requirements = definition_for(item.run.version)[item.step.step_id].requirements()
-        output, problems = read_values(controls_for(requirements["output"], "output", data=post))
+        output, problems = read_values(controls_for(requirements["output"], "output", data=post), members_of(identity))
         arguments["output"] = output
         evidence, upload_issues, kept = _evidence(request, identity, rid)
         if upload_issues:
@@ -420,6 +430,13 @@ def _decide(request, identity: Identity, item: WorkItem):
                               problems=problems, kept=kept, **{**again, "seen": None})
     _tell_decided(request, identity, item, decision, view)
     return redirect("inbox")
+
+
+def _change_complete_form(request, identity: Identity, item: WorkItem, rid: str):
+    """Show the complete form again with a line or field added or removed; files chosen are kept, nothing decided."""
+    _evidence_files, upload_issues, kept = _evidence(request, identity, rid)
+    return _item_response(request, identity, item, status=400 if upload_issues else 200, posted=request.POST,
+                          form_id="complete", issues=upload_issues, kept=kept)
 
 
 DONE_WORDS = {"completed": "Completed", "approved": "Approved", "rejected": "Rejected", "returned": "Returned",

@@ -122,10 +122,21 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     open_work(page, "Receipts")
     page.get_by_label(re.compile("^Purpose")).fill("Client visit in Rotterdam: taxi and lunch.")
     page.get_by_label(re.compile("^Total USD")).fill("86.40")
-    page.get_by_label(re.compile("^Lines")).fill(
-        '[{"merchant": "RTM Taxi", "date": "2026-02-03", "amountUsd": 41.4},'
-        ' {"merchant": "Cafe Dudok", "date": "2026-02-03", "amountUsd": 45}]'
-    )
+    lines = page.locator("#field-output-lines")
+    for position, (name, kind) in enumerate((("merchant", "Text"), ("date", "Date"), ("amountUsd", "Number")), 1):
+        if position > 1:
+            lines.get_by_role("button", name="Add a field to Lines").click()
+        lines.get_by_label(f"Field {position} name").fill(name)
+        if kind != "Text":
+            with page.expect_navigation():  # the cells become inputs of the new kind
+                lines.get_by_label("Kind").nth(position - 1).select_option(label=kind)
+    for index, (merchant, amount) in enumerate((("RTM Taxi", "41.4"), ("Cafe Dudok", "45"))):
+        if index:
+            lines.get_by_role("button", name="Add a line to Lines").click()
+        line = lines.locator("ol.lines > li").nth(index)
+        line.get_by_label("merchant", exact=True).fill(merchant)
+        line.get_by_label("date", exact=True).fill("2026-02-03")
+        line.get_by_label("amountUsd", exact=True).fill(amount)
     page.locator('input[type="file"][name="files"]').set_input_files(str(receipt))
     page.get_by_label(re.compile("^Summary")).fill("Two receipts, both in EUR converted at the ECB rate.")
     page.get_by_role("button", name="Complete task").click()
@@ -158,7 +169,10 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     view = call_tool(employee, "get_run", {"runId": run_id})
     assert view["run"]["outcome"] == "reimbursed"
     steps = view["data"]["steps"]
-    assert steps["receipts"]["output"]["totalUsd"] == 86.4 and len(steps["receipts"]["output"]["lines"]) == 2
+    assert steps["receipts"]["output"]["totalUsd"] == 86.4
+    assert steps["receipts"]["output"]["lines"] == [
+        {"merchant": "RTM Taxi", "date": "2026-02-03", "amountUsd": 41.4},
+        {"merchant": "Cafe Dudok", "date": "2026-02-03", "amountUsd": 45}]
     assert steps["manager_review"]["decision"] == "approved" and steps["manager_review"]["by"] == manager.ref
     assert steps["reimburse"]["output"] == {"paymentReference": "PAY-55190", "paidUsd": 86.4}
     screenshot(clerk, "run-expense-finished")

@@ -85,6 +85,17 @@ def test_a_person_path_that_names_no_member_fails_the_run(review, agent):
     assert "nobody@example.com" in view["run"]["ended"]["note"]
 
 
+def test_a_person_path_that_names_a_deactivated_member_fails_the_run(review, agent, make_person):
+    # A deactivated account cannot sign in to decide, so it is no one to assign work to (accounts.members).
+    from accounts.models import User
+
+    owner = make_person("owner@example.com")
+    User.objects.filter(pk=owner.user.pk).update(is_active=False)
+    view = drafted(agent, "Owner@Example.com")
+    assert view["run"]["outcome"] == "failed" and step_state(view, "polish") == "failed"
+    assert "no active member" in view["run"]["ended"]["note"]
+
+
 def test_check_order_run_ended_already_decided_not_found_stale(review, agent, person_caller):
     # tools.md decide: errors in the order checked
     owner = person_caller("owner@example.com")

@@ -45,9 +45,11 @@ def form_fields(html: str, form_id: str) -> dict[str, str]:
 
     start = html.index(f'id="form-{form_id}"')
     end = html.index("</form>", start)
-    chunk = html[start:end]
-    return {name: unescape(value) for name, value in
-            re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', chunk)}
+    chunk = re.sub(r"<template.*?</template>", "", html[start:end], flags=re.S)  # a template is not sent
+    fields: dict = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', chunk):
+        fields.setdefault(name, []).append(unescape(value))
+    return {name: values[0] if len(values) == 1 else values for name, values in fields.items()}
 
 
 PURCHASE = """---
@@ -105,8 +107,13 @@ TYPED_OUTPUT = {
     "output-deliver_at": "2026-03-01T09:30",
     "output-deliver_at-offset": "+02:00",
     "output-category": '"hardware"',
-    "output-tags": "laptops\nrush",
-    "output-details": '{"po": "PO-7"}',
+    "output-tags-row": ["0", "1"],
+    "output-tags-0-0": "laptops",
+    "output-tags-1-0": "rush",
+    "output-details-col": ["0"],
+    "output-details-col-0-name": "po",
+    "output-details-col-0-kind": "text",
+    "output-details-0-0": "PO-7",
     "output-contact": "buyer@example.com",
     "next": "approve",
     "reason": "Within the budget.",
