@@ -7,7 +7,7 @@ PORT ?= 8000
 SLOW ?=
 PYTEST_MARK := $(if $(SLOW),,-m "not slow")
 
-.PHONY: run test lint migrate demo clean
+.PHONY: run test lint migrate demo clean vendor
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,3 +38,7 @@ lint: $(VENV)/.installed-dev
 
 clean:
 	rm -rf $(VENV) var
+
+# Fetch the vendored browser scripts (static/vendor/) again and check them against their pinned integrity.
+vendor:
+	bin/vendor

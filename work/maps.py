@@ -337,8 +337,23 @@ def _node_svg(node: _Node) -> str:
     return "".join(parts)
 
 
+LABEL_WRAP = 24
+# A label character's width at most, in map units (11.5px text), with its halo: enough to keep it in view.
+LABEL_CHAR_W = 7.0
+
+
+def _label_extent(x: float, text: str, anchor: str) -> tuple[float, float]:
+    """Return how far left and right a label reaches, from its anchor point and longest line."""
+    reach = max((len(line) for line in _wrap(text, LABEL_WRAP)), default=0) * LABEL_CHAR_W + 3
+    if anchor == "start":
+        return x, x + reach
+    if anchor == "end":
+        return x - reach, x
+    return x - reach / 2, x + reach / 2
+
+
 def _label_svg(x: float, y: float, text: str, css: str, anchor: str = "middle") -> str:
-    lines = _wrap(text, 24)
+    lines = _wrap(text, LABEL_WRAP)
     spans = "".join(
         f'<tspan x="{x:.1f}" dy="{0 if i == 0 else 14}">{escape(line)}</tspan>' for i, line in enumerate(lines)
     )
@@ -370,12 +385,15 @@ def process_map(
         edge.taken = (edge.source, edge.target) in taken
     body: list[str] = []
     labels: list[str] = []
+    # What the drawing spans from left to right: its steps, the bulge of each loop and each label.
+    spans = [(n.x, n.x + n.width) for n in nodes.values() if n.kind != "dummy"]
     loop_index = 0
     for edge in edges:
         css = f"map-edge {edge.style}{' taken' if edge.taken else ''}"
         if edge.style == "reject":
             path, (lx, ly), anchor = _loop_path(nodes, edge, loop_index, width)
             loop_index += 1
+            spans.append((lx - 8, lx + 8))
         else:
             path, (lx, ly) = _edge_path(nodes, edge)
             anchor = "middle"
@@ -385,6 +403,7 @@ def process_map(
         body.append(f'<path class="{css}" d="{path}" marker-end="url(#{marker})"><title>{tip}</title></path>')
         if edge.label:
             labels.append(_label_svg(lx, ly, edge.label, edge.style, anchor))
+            spans.append(_label_extent(lx, edge.label, anchor))
     steps_svg = [_node_svg(n) for n in nodes.values() if n.kind != "dummy"]
     current = [n.title for n in nodes.values() if n.state in CURRENT_STATES]
     description = f"{len(definition.steps)} steps." + (f" Now at: {', '.join(current)}." if current else "")
@@ -397,9 +416,13 @@ def process_map(
         )
         + "</defs>"
     )
+    # The view is cropped to the drawing, so on a narrow screen it scales down no more than it must.
+    left = max(min(a for a, _ in spans) - MARGIN, 0)
+    right = min(max(b for _, b in spans) + MARGIN, width)
     return (
-        f'<svg class="process-map" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" height="{height:.0f}" role="img" aria-labelledby="map-title map-desc">'
+        f'<svg class="process-map" xmlns="http://www.w3.org/2000/svg" '
+        f'viewBox="{left:.0f} 0 {right - left:.0f} {height:.0f}" '
+        f'width="{right - left:.0f}" height="{height:.0f}" role="img" aria-labelledby="map-title map-desc">'
         f'<title id="map-title">{escape(title)}</title><desc id="map-desc">{escape(description)}</desc>'
         f"{defs}<g class=\"map-edges\">{''.join(body)}</g><g class=\"map-steps\">{''.join(steps_svg)}</g>"
         f"<g class=\"map-labels\">{''.join(labels)}</g></svg>"

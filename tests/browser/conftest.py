@@ -95,6 +95,12 @@ def wait_path(page, path: str) -> None:
     page.wait_for_url(lambda url: urlparse(url).path == path)
 
 
+def wait_for_diagrams(page) -> None:
+    """Wait until the page's diagrams are drawn (or left as source), so a check sees the finished page."""
+    page.wait_for_function("""() => !document.querySelector("pre.mermaid")
+      || document.documentElement.getAttribute('data-diagrams') === 'drawn'""")
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

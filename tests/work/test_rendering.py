@@ -57,6 +57,92 @@ def test_formatting_and_safe_links_survive():
     assert '<a href="https://example.com/a?b=1" rel="noopener noreferrer">docs</a>' in html
 
 
+TASKS = """Before you approve:
+
+- [ ] the quote is **current**
+- [x] the vendor is [approved](https://example.com/vendors)
+    - [X] nested and done
+- an ordinary item
+- [] not a task
+"""
+
+
+def checkboxes(html: str) -> list[str]:
+    return re.findall(r"<input[^>]*>", html)
+
+
+def test_a_task_list_shows_read_only_checkboxes_labelled_by_their_items():
+    html = str(render_markdown(TASKS))
+    assert "[ ]" not in html and "[x]" not in html and "[X]" not in html
+    boxes = checkboxes(html)
+    assert len(boxes) == 3 and all('type="checkbox"' in b and "disabled" in b for b in boxes)
+    assert ["checked" in b for b in boxes] == [False, True, True]
+    # Each label holds its checkbox and the item's whole inline text, link and emphasis included.
+    assert re.search(r"<label><input [^>]*> the quote is <strong>current</strong></label>", html)
+    assert re.search(r'<label><input [^>]*> the vendor is <a href="https://example.com/vendors" '
+                     r'rel="noopener noreferrer">approved</a></label><ul>', html), "the nested list stays outside"
+    assert "<li>an ordinary item</li>" in html and "<li>[] not a task</li>" in html
+
+
+def test_a_loose_task_list_keeps_its_paragraphs():
+    html = str(render_markdown("1. [x] first\n\n2. [ ] second\n"))
+    assert re.search(r"<li>\s*<p><label><input [^>]*checked[^>]*> first</label></p>", html)
+    assert len(checkboxes(html)) == 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '<input type="text" name="amount" value="1" onfocus="alert(1)" autofocus>',
+        '<input type="submit" formaction="https://evil.example">',
+        '<input type="checkbox" id="x" form="decide" name="decision">',
+        '<input type="hidden" name="decision" value="approved">',
+    ],
+)
+def test_any_input_in_a_body_leaves_as_a_disabled_checkbox_and_nothing_more(source):
+    [box] = checkboxes(str(render_markdown(source)))
+    assert sorted(re.findall(r'\s([a-z]+)="([^"]*)"', box)) == [("disabled", ""), ("type", "checkbox")]
+
+
+def test_a_label_keeps_no_attributes():
+    assert str(render_markdown('<label for="note" onclick="alert(1)">x</label>')) == "<p><label>x</label></p>"
+
+
+def test_a_mermaid_block_is_kept_as_diagram_source_text():
+    source = "```mermaid\nflowchart LR\n  A[Request] --> B{Within <budget>?}\n  B -- no --> A\n```\n"
+    html = str(render_markdown(source))
+    assert html == (
+        '<pre class="mermaid">flowchart LR\n  A[Request] --&gt; B{Within &lt;budget&gt;?}\n'
+        "  B -- no --&gt; A</pre>"
+    )
+
+
+def test_other_code_blocks_stay_plain_code():
+    html = str(render_markdown("```python\nx = '<b>'\n```\n\n    indented\n"))
+    assert html == "<pre><code>x = '&lt;b&gt;'</code></pre>\n<pre><code>indented</code></pre>"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '<pre class="mermaid"><script>alert(1)</script><img src=x onerror=alert(1)></pre>',
+        '<pre class="mermaid" id="m" style="x" onclick="alert(1)">graph TD</pre>',
+        "```mermaid\n<script>alert(1)</script>\n```",
+    ],
+)
+def test_diagram_source_is_only_ever_text(source):
+    html = str(render_markdown(source))
+    assert html.startswith('<pre class="mermaid">')
+    inside = html[len('<pre class="mermaid">'):html.index("</pre>")]
+    assert "<" not in inside
+    assert "id=" not in html and "style=" not in html and "onclick" not in html
+
+
+def test_no_class_but_the_diagrams_survives():
+    source = '<p class="x">a</p><code class="language-python">b</code><pre class="mermaid x">c</pre>'
+    assert "class" not in str(render_markdown(source))
+
+
 def test_a_hostile_process_renders_inert_on_the_pages(publish, agent, make_person, browser_of):
     publish(HOSTILE)
     person = make_person("looker@example.com", groups=["lookers"])

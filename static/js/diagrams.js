@@ -1,0 +1,28 @@
+// Draw the diagrams of `mermaid` code blocks (server-rendered as <pre class="mermaid">, their source as text).
+// Mermaid is a large script, so it is fetched only when the page has such a block; without script the
+// source stays readable as code. Strict security: no script, links or HTML from the diagram's text run.
+(function () {
+  "use strict";
+  var blocks = Array.prototype.slice.call(document.querySelectorAll("pre.mermaid"));
+  var loader = document.currentScript;
+  if (!blocks.length || !loader) return;
+  var sources = blocks.map(function (block) { return block.textContent; });
+  var script = document.createElement("script");
+  script.src = loader.getAttribute("data-mermaid");
+  script.onload = function () {
+    window.mermaid.initialize({
+      startOnLoad: false,
+      securityLevel: "strict",
+      suppressErrorRendering: true,
+      fontFamily: getComputedStyle(document.body).fontFamily,
+    });
+    window.mermaid.run({ nodes: blocks, suppressErrors: true }).then(function () {
+      // A diagram that does not parse keeps its source on the page instead of an empty box.
+      blocks.forEach(function (block, index) {
+        if (!block.querySelector("svg")) block.textContent = sources[index];
+      });
+      document.documentElement.setAttribute("data-diagrams", "drawn");
+    });
+  };
+  document.head.appendChild(script);
+})();
