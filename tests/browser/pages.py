@@ -108,6 +108,7 @@ def people_pages(publish, agent, make_person) -> Iterator[PeoplePage]:
     publish(ORDER)
     buyer = make_person("buyer@example.com", groups=["buyers"])
     manager = make_person("manager@example.com", groups=["managers"])
+    colleague = make_person("colleague@example.com", groups=["managers"])
     ops = make_person("ops@example.com", operator=True)
     outsider = make_person("outsider@example.com")
     yield PeoplePage("inbox, empty", "/inbox/", manager)
@@ -121,6 +122,10 @@ def people_pages(publish, agent, make_person) -> Iterator[PeoplePage]:
     yield PeoplePage("approval", item_url(running), manager)
     yield PeoplePage("approval, not yours (403)", item_url(running), outsider)
     yield PeoplePage("inbox with items", "/inbox/", manager)
+    take(colleague, open_item(running))
+    yield PeoplePage("approval, a colleague is on it", item_url(running), manager)
+    yield PeoplePage("inbox, taken by a colleague", "/inbox/?show=groups", manager)
+    yield PeoplePage("inbox, nobody on it", "/inbox/?show=unassigned", manager)
 
     escalated = escalate(agent, approve(manager, complete_request(buyer, start_order(agent, mode="test"))))
     yield PeoplePage("escalation", item_url(escalated), ops)
@@ -140,6 +145,10 @@ def people_pages(publish, agent, make_person) -> Iterator[PeoplePage]:
     decide(buyer, open_item(failed), "failed", note="The item is discontinued: " + LONG_URL)
     yield PeoplePage("run, failed", run_url(failed), ops)
     yield PeoplePage("runs list", "/runs/", ops)
+    yield PeoplePage("runs found by a search", "/runs/?" + urlencode({"q": "equipment"}), ops)
+    yield PeoplePage("search results", "/search/?" + urlencode({"q": "Laptops for the new team"}), manager)
+    yield PeoplePage("search, nothing found", "/search/?q=nothing-like-this", manager)
+    yield PeoplePage("settings", "/accounts/settings/", manager)
 
     connect_agents(ops, buyer)
     yield PeoplePage("connected agents", "/accounts/agents/", ops)
@@ -171,6 +180,14 @@ def complete_request(buyer, view: dict) -> dict:
     evidence = [{"kind": "file", "ref": upload["id"]}, {"kind": "link", "ref": LONG_URL}]
     return decide(buyer, open_item(view, "request"), "completed", output=output, evidence=evidence,
                   next="approve", reason="Within the budget.")
+
+
+def take(person, item: dict) -> None:
+    """Take a group's item as this person ("I'm working on this")."""
+    from runs import taking
+    from runs.models import WorkItem
+
+    taking.take(person, WorkItem.objects.get(pk=int(item["id"][2:])), holder_seen=None)
 
 
 def approve(manager, view: dict) -> dict:
