@@ -198,6 +198,12 @@ def notice_link(notice: Notification) -> str:
     return reverse("run", args=[notice.run.public_id])
 
 
+def forget_other_organizations(*, user, organization_id: int) -> int:
+    """Drop a person's notices of any organization but theirs now (they moved); return how many."""
+    deleted, _ = Notification.objects.filter(user=user).exclude(run__organization_id=organization_id).delete()
+    return deleted
+
+
 def mark_read(*, user, ids: list[int] | None = None) -> int:
     """Mark a person's notices read (all of them, or those in `ids`); return how many changed."""
     notices = Notification.objects.filter(user=user, read_at__isnull=True)

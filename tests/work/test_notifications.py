@@ -291,3 +291,15 @@ def test_the_top_bar_counts_unread_notices(purchase, browser_of):
     assert 'aria-label="Notifications: 1 unread"' in html and '<span class="count">1</span>' in html
     client.post("/inbox/notifications/read/")
     assert 'aria-label="Notifications: none unread"' in client.get("/runs/").content.decode()
+
+
+def test_a_person_who_moves_organization_keeps_no_notices_of_the_one_they_left(purchase, other_org, browser_of):
+    complete_request(purchase.people["buyer"], purchase())
+    manager = purchase.people["manager"]
+    assert Notification.objects.filter(user=manager.user).exists()
+    membership = manager.user.membership
+    membership.organization = other_org
+    membership.save()
+    assert not Notification.objects.filter(user=manager.user).exists()
+    html = browser_of(manager).get("/inbox/").content.decode()
+    assert "New work" not in html and 'aria-label="Notifications: none unread"' in html
