@@ -1,7 +1,7 @@
 """Whole days of passages counted once (PassageDay), so a live map over a month reads a few hundred rows.
 
-A day is counted the first time a map of its version is read after the day is over (by MARGIN, so a
-write that took its time has committed). Each count keeps the band of durations its passages fell in,
+A day is counted once it is over (by MARGIN, so a write that took its time has committed): by the
+sweep, once a day, for every version; or by the first read of a version's map, if that comes first. Each count keeps the band of durations its passages fell in,
 5% wide (`bucket`), from which a period's percentiles are worked out within that much.
 """
 
@@ -12,6 +12,8 @@ import math
 from collections import Counter, defaultdict
 
 from django.db import transaction
+
+from processes.models import ProcessVersion
 
 from .models import Passage, PassageDay, PassagesRolled
 
@@ -41,6 +43,22 @@ def day_start(day: dt.date) -> dt.datetime:
 def countable_until(now: dt.datetime) -> dt.date:
     """The first day (UTC) not yet over long enough to be counted."""
     return (now - MARGIN).astimezone(dt.UTC).date()
+
+
+class _Swept:
+    until: dt.date | None = None  # the day this process's sweep last counted up to
+
+
+def roll_up_every_version(*, now: dt.datetime) -> int:
+    """Count the days just over for every version (the sweep calls it; it works once a day per process)."""
+    until = countable_until(now)
+    if _Swept.until == until:
+        return 0
+    counted = 0
+    for version_id, organization_id in ProcessVersion.objects.values_list("pk", "process__organization_id"):
+        counted += roll_up(organization_id, version_id, now=now) == until
+    _Swept.until = until
+    return counted
 
 
 def roll_up(organization_id: int, version_id: int, *, now: dt.datetime) -> dt.date:

@@ -115,3 +115,26 @@ def test_a_refused_submission_and_an_ended_lease_count_against_the_agent(publish
     agent("get_run", runId=run_id)  # the read catches the run up: the lease has ended
     me = agent.identity.ref
     assert passages(run_id) == [("draft", "refused", None, None, me), ("draft", "expired", None, None, me)]
+
+
+def test_the_sweep_counts_the_days_just_over_for_every_version_once(publish, agent, monkeypatch):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from runs import rollups, timers
+    from runs.models import PassageDay, PassagesRolled
+
+    version = publish(FLOW)
+    run_id = agent.write("start_run", process="flow", inputs={"ticket": "T"})["run"]["id"]
+    token = agent.write("claim", runId=run_id, stepId="draft")["token"]
+    agent.fails("submit", "not_accepted", token=token, output={"text": 5}, summary="Wrong.", requestId=rid())
+    Passage.objects.update(at=timezone.now() - dt.timedelta(days=2))  # the day before yesterday
+    monkeypatch.setattr(rollups._Swept, "until", None)
+    timers.sweep()
+    counted = PassageDay.objects.filter(version=version).values_list("step_id", "how", "count")
+    assert list(counted) == [("draft", "refused", 1)]
+    assert PassagesRolled.objects.get(version=version).until == rollups.countable_until(timezone.now())
+    Passage.objects.update(at=timezone.now() - dt.timedelta(days=2))
+    timers.sweep()  # once a day: nothing is counted twice
+    assert PassageDay.objects.filter(version=version).count() == 1
