@@ -147,6 +147,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "work.context.unread_notices",
+                "work.context.operator",
             ],
         },
     },
@@ -313,6 +314,8 @@ LEASE_SECONDS = env_int("LEASE_SECONDS", 600)
 MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 10 * 1024 * 1024)
 RUN_DATA_BYTES = env_int("RUN_DATA_BYTES", 1024 * 1024)
 FILE_URL_SECONDS = env_int("FILE_URL_SECONDS", 900)
+# The operators' pages: an agent step ready this long with no agent on it needs someone's attention.
+UNCLAIMED_AFTER_HOURS = env_int("UNCLAIMED_AFTER_HOURS", 4)
 MAX_PROCESS_BYTES = env_int("MAX_PROCESS_BYTES", 1024 * 1024)
 # Uploads arrive base64-encoded inside JSON, so the body cap is a little over 4/3 of the upload cap.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024)

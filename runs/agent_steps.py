@@ -12,7 +12,7 @@ from django.conf import settings
 from accounts.identity import Identity
 from processes.kinds import StepKind
 
-from . import evaluation, leases
+from . import evaluation, leases, passages
 from .acceptance import check_submission
 from .canonical import data_size, iso
 from .engine import (
@@ -133,6 +133,7 @@ def submit(txn: LoadedRun, row: RunStep, *, identity: Identity, record: dict, ve
 
 def refuse_submission(txn: LoadedRun, row: RunStep, refused: NotAccepted) -> None:
     """Keep a refused submission's issues, and a failed check's verdict, for the next attempt's handoff (spec §3.3)."""
+    passages.refused(txn, row)
     row.handoff = {**(row.handoff or {}), "issues": refused.issues}
     if isinstance(refused, evaluation.CheckFailed):
         row.handoff["check"] = refused.verdict

@@ -21,7 +21,7 @@ from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
 from processes.validation import STEP_ID_PATTERN
 
-from . import store
+from . import passages, store
 from .acceptance import check_fields, parse_datetime
 from .canonical import data_size, iso
 from .errors import Forbidden, Invalid
@@ -107,6 +107,7 @@ def apply_time(txn: LoadedRun) -> None:
 
 def _expire_lease(txn: LoadedRun, row: RunStep) -> None:
     metrics.LEASES_EXPIRED.inc()
+    passages.expired(txn, row)
     move(row, StepState.READY)
     if row.progress:
         row.handoff = {**(row.handoff or {}), "progress": row.progress}
@@ -149,14 +150,16 @@ def _arrive(txn: LoadedRun, step_id: str) -> None:
     row.ready_seq = txn.next_seq()
     row.went_to = None
     row.wake_at = None
+    # When the step was last reached, whatever its kind: the start of its time on the operators' map.
+    row.ready_since = now
     if step.kind == StepKind.FINISH:
         move(row, StepState.DONE)
         row.done_seq = row.ready_seq
+        passages.finished(txn, row, outcome=step.value)
         end_run(txn, state=RunState.ENDED, outcome=step.value, by=SERVER, note=None)
         return
     if step.kind in WORK_KINDS:
         row.attempt += 1
-        row.ready_since = now
         row.handoff = None
         row.progress = None
         row.escalation = None
@@ -297,6 +300,7 @@ def complete(txn: LoadedRun, row: RunStep, record: dict | None, target: str | No
     step = txn.definition[row.step_id]
     if record is not None:
         _store(txn, row.step_id, record)
+    passages.passed(txn, row, went_to=target, by=(record or {}).get("by") or SERVER)
     move(row, StepState.DONE)
     row.done_seq = txn.next_seq()
     row.went_to = target
@@ -355,8 +359,10 @@ def reject(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     row.went_to = step.on_reject
     close_items(txn, row)
     if not step.on_reject:
+        passages.failed(txn, row, outcome="rejected", by=by)
         end_run(txn, state=RunState.ENDED, outcome="rejected", by=by, note=note)
         return
+    passages.rejected(txn, row, back_to=step.on_reject, by=by)
     rewind(txn, target=step.on_reject, rejecting=row.step_id)
     reach(txn, step.on_reject)
 
@@ -383,6 +389,7 @@ def rewind(txn: LoadedRun, *, target: str, rejecting: str) -> None:
 def fail_step(txn: LoadedRun, row: RunStep, *, note: str, by: str) -> None:
     """Record a `failed` decision on the step and end the run `failed` (spec §3.4, §3.5)."""
     _store(txn, row.step_id, {"decision": "failed", "note": note, "by": by, "at": iso(txn.now)})
+    passages.failed(txn, row, outcome="failed", by=by)
     move(row, StepState.FAILED)
     clear_claim(row)
     end_run(txn, state=RunState.ENDED, outcome="failed", by=by, note=note)
@@ -463,6 +470,10 @@ def cancel(txn: LoadedRun, *, identity: Identity, reason: str) -> None:
         raise Forbidden("Only an operator of this organization may cancel a run.")
     if not reason.strip():
         raise Invalid("A cancel needs a reason.", ["reason: required"])
+    # Counted at the step the run has waited at longest (a parallel step only waits for its branches).
+    at_work = [row for row in txn.steps.values() if row.state in ACTIVE_STATES]
+    at_work = [row for row in at_work if row.kind != StepKind.PARALLEL] or at_work
+    passages.failed(txn, min(at_work, key=lambda r: r.ready_seq, default=None), outcome="cancelled", by=identity.ref)
     end_run(txn, state=RunState.CANCELLED, outcome=None, by=identity.ref, note=reason)
 
 

@@ -136,10 +136,117 @@ class RunStep(Stateful):
                 fields=["organization", "due_at", "id"], name="step_overdue_now",
                 condition=models.Q(overdue=True, state__in=list(ACTIVE_STATES)),
             ),
+            # The live map: how many runs are at each step of a version now, read from the index alone, and
+            # the runs at one step (a query names the same condition: ACTIVE_NOW).
+            models.Index(
+                fields=["organization", "version", "step_id", "state", "overdue"], name="step_active_now",
+                condition=models.Q(state__in=list(ACTIVE_STATES)),
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.run_id}:{self.step_id}"
+
+
+class How(models.TextChoices):
+    """How a run left a step, as a Passage records it."""
+
+    PASSED = "passed"  # completed, and went on to `went_to` (a route, the next step, a timeout, a join)
+    REJECTED = "rejected"  # rejected, and went back to `went_to` (a rejection loop)
+    FINISHED = "finished"  # a finish step was reached: the run ended with `outcome`
+    FAILED = "failed"  # the run ended failing here: `outcome` failed, rejected (nowhere back) or cancelled
+    REFUSED = "refused"  # an agent's submission was not accepted (`by` the agent)
+    EXPIRED = "expired"  # an agent's lease ended before it handed the step in (`by` the agent)
+
+
+# Passages that tell of trouble: what the operators' attention lists read.
+TROUBLE = (How.FAILED, How.REFUSED, How.EXPIRED)
+
+
+class Passage(models.Model):
+    """One way out of one step of one run, appended by the write that took it (runs.passages).
+
+    The operators' figures read these instead of run data: how many went along each route and each
+    rejection loop in a period, how long a step took, where runs failed, which agents were refused.
+    A row is never changed; it is written in the same round trip as the rest of its write.
+    """
+
+    # Indexed by the composite indexes below, which lead with it.
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Kept as history: no constraint, so nothing here holds up a run or a version (which are never deleted
+    # but with their organization).
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    process_name = models.CharField(max_length=64)
+    version = models.ForeignKey(
+        ProcessVersion, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    # Empty for a run cancelled while no step was at work.
+    step_id = models.CharField(max_length=64, blank=True)
+    how = models.CharField(max_length=16, choices=How.choices)
+    went_to = models.CharField(max_length=64, null=True, blank=True)
+    outcome = models.CharField(max_length=200, null=True, blank=True)
+    by = models.CharField(max_length=64)
+    at = models.DateTimeField()
+    # Time in the step, from when it was last reached; for a finish, the run's whole time.
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The live map of one version over a period: its counts and times are read from the index alone.
+            models.Index(
+                fields=["organization", "version", "at", "step_id", "how", "went_to", "outcome", "seconds"],
+                name="passage_map",
+            ),
+            # The attention lists and the overview's failures: the few passages that tell of trouble.
+            models.Index(
+                fields=["organization", "how", "at", "process_name", "by", "run"], name="passage_trouble",
+                condition=models.Q(how__in=list(TROUBLE)),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.step_id} {self.how}"
+
+
+class PassageDay(models.Model):
+    """The passages of one version on one day (UTC) that left one step one way, counted: what the live map
+    reads for whole days.
+
+    Made once a day has passed (runs.rollups), from the day's passages; never changed after. The times
+    are kept as counts per band of durations 5% wide (`{band: count}`), so a period's percentiles come
+    from a few rows a day whatever the number of runs.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
+    version = models.ForeignKey(
+        ProcessVersion, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    day = models.DateField()
+    step_id = models.CharField(max_length=64, blank=True)
+    how = models.CharField(max_length=16, choices=How.choices)
+    went_to = models.CharField(max_length=64, null=True, blank=True)
+    outcome = models.CharField(max_length=200, null=True, blank=True)
+    count = models.PositiveIntegerField()
+    times = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "version", "day"], name="passage_day_map")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.step_id} {self.how} ×{self.count}"
+
+
+class PassagesRolled(models.Model):
+    """Up to which day (exclusive) a version's passages are counted in PassageDay rows."""
+
+    version = models.OneToOneField(
+        ProcessVersion, on_delete=models.DO_NOTHING, db_constraint=False, primary_key=True, related_name="+"
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    until = models.DateField()
+
+    def __str__(self) -> str:
+        return f"{self.version_id} rolled until {self.until}"
 
 
 # The condition of step_overdue_now, written out with its values in the query's text, where a prepared
@@ -150,6 +257,8 @@ OVERDUE_NOW = RawSQL(
     (),
     output_field=models.BooleanField(),
 )
+# The condition of step_active_now, written out likewise.
+ACTIVE_NOW = RawSQL(f'"runs_runstep"."state" IN ({_ACTIVE_LIST})', (), output_field=models.BooleanField())
 
 
 class Lease(models.Model):

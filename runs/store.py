@@ -40,6 +40,7 @@ class LoadedRun:
     also: list = field(default_factory=list)
     consumed: list[Event] = field(default_factory=list)
     lease_keys: list[int] = field(default_factory=list)  # reserved for new leases (load_for_write)
+    passages: list = field(default_factory=list)  # the ways out of steps this write took (runs.passages)
 
     def step(self, step_id: str) -> RunStep:
         return self.steps[step_id]
@@ -205,6 +206,8 @@ def save(txn: LoadedRun) -> None:
             sql.insert_later(event)  # sent and consumed in this write
         else:
             sql.update(Event, event.pk, sql.changes(event))
+    if txn.passages:
+        sql.insert_later(*txn.passages)  # appended only: no key wanted back, so they join the write's batch
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     owed = 0

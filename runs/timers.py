@@ -15,7 +15,7 @@ from django.utils import timezone
 from accounts import connections
 from base import metrics, sql
 
-from . import engine, notices
+from . import engine, notices, rollups
 from .models import Run
 
 log = logging.getLogger(__name__)
@@ -64,13 +64,14 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
 
 
 def sweep(*, limit: int = 500) -> int:
-    """Catch up every organization's due runs, send the email still owed (daily digests too) and forget
-    unused registrations.
+    """Catch up every organization's due runs, count the passages of the day just over, send the email
+    still owed (daily digests too) and forget unused registrations.
 
     What Celery beat schedules.
     """
     metrics.SWEEPS.inc()
     changed = catch_up(limit=limit)
+    rollups.roll_up_every_version(now=timezone.now())
     notices.send_pending_email()
     notices.send_digests()
     connections.forget_unused_clients()

@@ -1,4 +1,5 @@
-"""What the top bar of every page needs: how many of the signed-in person's notices are unread."""
+"""What the top bar of every page needs: how many of the signed-in person's notices are unread, and whether
+they are an operator (who has the operations page)."""
 
 from runs.models import Notification
 
@@ -9,3 +10,16 @@ def unread_notices(request) -> dict:
     if user is None or not user.is_authenticated:
         return {}
     return {"unread_notices": lambda: Notification.objects.filter(user=user, read_at__isnull=True).count()}
+
+
+def operator(request) -> dict:
+    """Whether the signed-in person operates their organization: read only when a page asks."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+
+    def is_operator() -> bool:
+        membership = getattr(user, "membership", None)
+        return bool(membership and membership.is_operator)
+
+    return {"is_operator": is_operator}

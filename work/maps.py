@@ -57,6 +57,8 @@ class _Node:
     detail: str = ""
     state: str | None = None
     overdue: bool = False
+    figures: list[str] = field(default_factory=list)
+    link: tuple[str, str] | None = None
 
     @property
     def cx(self) -> float:
@@ -293,9 +295,25 @@ def _status(node: _Node) -> tuple[str, str]:
     return "idle", "Not reached"
 
 
+FIGURE_H = 17
+
+
+def _figures_svg(node: _Node, text_x: float, anchor: str) -> str:
+    """The figures a live map adds under a step's detail, one line each, below a thin rule."""
+    top = node.y + NODE_H - 4
+    rule = f'<line class="map-rule" x1="{node.x + 8:.1f}" y1="{top:.1f}" x2="{node.x + node.width - 8:.1f}" y2="{top:.1f}"/>'
+    lines = "".join(
+        f'<text class="map-figure" x="{text_x:.1f}" y="{top + 15 + i * FIGURE_H:.1f}"{anchor}>{escape(line)}</text>'
+        for i, line in enumerate(node.figures)
+    )
+    return rule + lines
+
+
 def _node_svg(node: _Node) -> str:
     css, words = _status(node)
     about = f"{node.caption}, {node.detail}" if node.detail else node.caption
+    if node.figures:
+        words = "; ".join(node.figures)
     label = escape(f"{node.title} ({about}): {words}")
     if node.kind == "join":
         return (
@@ -326,6 +344,8 @@ def _node_svg(node: _Node) -> str:
         parts.append(
             f'<text class="map-detail" x="{text_x:.1f}" y="{node.y + 54:.1f}"{anchor}>{escape(detail)}</text>'
         )
+    if node.figures:
+        parts.append(_figures_svg(node, text_x, anchor))
     if css != "idle":
         mark = {"done": "✓", "current": "●", "overdue": "!", "failed": "✕", "cancelled": "–"}[css]
         cx, cy = node.x + node.width - 16, node.y + 16
@@ -334,6 +354,10 @@ def _node_svg(node: _Node) -> str:
             f'<text x="{cx:.1f}" y="{cy + 4:.1f}" text-anchor="middle">{mark}</text></g>'
         )
     parts.append("</g>")
+    if node.link is not None:
+        href, name = node.link
+        # A link in the drawing: reached by Tab like any other, named for what it lists.
+        return f'<a class="map-link" href="{escape(href)}" aria-label="{escape(name)}">{"".join(parts)}</a>'
     return "".join(parts)
 
 
@@ -342,9 +366,10 @@ LABEL_WRAP = 24
 LABEL_CHAR_W = 7.0
 
 
-def _label_extent(x: float, text: str, anchor: str) -> tuple[float, float]:
+def _label_extent(x: float, text: str, anchor: str, count: str | None = None) -> tuple[float, float]:
     """Return how far left and right a label reaches, from its anchor point and longest line."""
-    reach = max((len(line) for line in _wrap(text, LABEL_WRAP)), default=0) * LABEL_CHAR_W + 3
+    lines = [*(_wrap(text, LABEL_WRAP) if text else []), *([count] if count else [])]
+    reach = max((len(line) for line in lines), default=0) * LABEL_CHAR_W + 3
     if anchor == "start":
         return x, x + reach
     if anchor == "end":
@@ -352,13 +377,22 @@ def _label_extent(x: float, text: str, anchor: str) -> tuple[float, float]:
     return x - reach / 2, x + reach / 2
 
 
-def _label_svg(x: float, y: float, text: str, css: str, anchor: str = "middle") -> str:
-    lines = _wrap(text, LABEL_WRAP)
+def _label_svg(x: float, y: float, text: str, css: str, anchor: str = "middle", count: str | None = None) -> str:
+    """An edge's label, wrapped; a live map's count of passages goes on a line of its own below it."""
+    lines = _wrap(text, LABEL_WRAP) if text else []
     spans = "".join(
         f'<tspan x="{x:.1f}" dy="{0 if i == 0 else 14}">{escape(line)}</tspan>' for i, line in enumerate(lines)
     )
-    top = y - (len(lines) - 1) * 7 + 4
+    if count:
+        spans += f'<tspan class="map-count {css}" x="{x:.1f}" dy="{14 if lines else 0}">{escape(count)}</tspan>'
+    shown = len(lines) + (1 if count else 0)
+    top = y - (shown - 1) * 7 + 4
     return f'<text class="map-label {css}" x="{x:.1f}" y="{top:.1f}" text-anchor="{anchor}">{spans}</text>'
+
+
+def edge_key(source: str, target: str, style: str) -> tuple[str, str, str]:
+    """How `passed` names an edge: its two ends, and `reject` for a loop back, else `forward`."""
+    return source, target, "reject" if style == "reject" else "forward"
 
 
 def process_map(
@@ -367,13 +401,27 @@ def process_map(
     states: dict[str, dict] | None = None,
     taken: set[tuple[str, str]] | None = None,
     title: str = "Process map",
+    figures: dict[str, list[str]] | None = None,
+    passed: dict[tuple[str, str, str], str] | None = None,
+    links: dict[str, tuple[str, str]] | None = None,
 ) -> str:
-    """Return an SVG drawing of the definition; `states` maps a step id to its `state` and `overdue`."""
+    """Return an SVG drawing of the definition; `states` maps a step id to its `state` and `overdue`.
+
+    A live map also gives `figures` (lines of numbers under each step), `passed` (the words on an edge,
+    by `edge_key`) and `links` (each step's link and its accessible name).
+    """
     nodes, edges = _graph(definition)
     for step_id, info in (states or {}).items():
         if step_id in nodes:
             nodes[step_id].state = info.get("state")
             nodes[step_id].overdue = bool(info.get("overdue"))
+    for step_id, lines in (figures or {}).items():
+        if step_id in nodes and lines:
+            nodes[step_id].figures = list(lines)
+            nodes[step_id].height = NODE_H + 6 + FIGURE_H * len(lines)
+    for step_id, link in (links or {}).items():
+        if step_id in nodes:
+            nodes[step_id].link = link
     for node in nodes.values():
         if node.kind == "join":
             parallel = nodes[node.id.split(":", 1)[1]]
@@ -398,12 +446,13 @@ def process_map(
             path, (lx, ly) = _edge_path(nodes, edge)
             anchor = "middle"
         marker = "map-arrow-taken" if edge.taken else ("map-arrow-reject" if edge.style == "reject" else "map-arrow")
+        count = (passed or {}).get(edge_key(edge.source, edge.target, edge.style))
         tip = escape(f"{step_title(edge.source.split(':')[-1])} → {step_title(edge.target.split(':')[-1])}"
-                     + (f": {edge.label}" if edge.label else ""))
+                     + (f": {edge.label}" if edge.label else "") + (f" ({count})" if count else ""))
         body.append(f'<path class="{css}" d="{path}" marker-end="url(#{marker})"><title>{tip}</title></path>')
-        if edge.label:
-            labels.append(_label_svg(lx, ly, edge.label, edge.style, anchor))
-            spans.append(_label_extent(lx, edge.label, anchor))
+        if edge.label or count:
+            labels.append(_label_svg(lx, ly, edge.label or "", edge.style, anchor, count))
+            spans.append(_label_extent(lx, edge.label or "", anchor, count))
     steps_svg = [_node_svg(n) for n in nodes.values() if n.kind != "dummy"]
     current = [n.title for n in nodes.values() if n.state in CURRENT_STATES]
     description = f"{len(definition.steps)} steps." + (f" Now at: {', '.join(current)}." if current else "")
@@ -419,10 +468,12 @@ def process_map(
     # The view is cropped to the drawing, so on a narrow screen it scales down no more than it must.
     left = max(min(a for a, _ in spans) - MARGIN, 0)
     right = min(max(b for _, b in spans) + MARGIN, width)
+    # A drawing with links in it is a group of them, not one image (whose parts no reader would reach).
+    role = "group" if links else "img"
     return (
         f'<svg class="process-map" xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="{left:.0f} 0 {right - left:.0f} {height:.0f}" '
-        f'width="{right - left:.0f}" height="{height:.0f}" role="img" aria-labelledby="map-title map-desc">'
+        f'width="{right - left:.0f}" height="{height:.0f}" role="{role}" aria-labelledby="map-title map-desc">'
         f'<title id="map-title">{escape(title)}</title><desc id="map-desc">{escape(description)}</desc>'
         f"{defs}<g class=\"map-edges\">{''.join(body)}</g><g class=\"map-steps\">{''.join(steps_svg)}</g>"
         f"<g class=\"map-labels\">{''.join(labels)}</g></svg>"

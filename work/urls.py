@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import catalogue, views
+from . import catalogue, operations, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,6 +13,8 @@ urlpatterns = [
     path("search/", views.search_page, name="search"),
     path("runs/<str:run_id>/", views.run_page, name="run"),
     path("runs/<str:run_id>/cancel/", views.cancel_run, name="run-cancel"),
+    path("operations/", operations.overview, name="operations"),
+    path("operations/<str:name>/", operations.live_map, name="live-map"),
     path("processes/", catalogue.catalogue, name="processes"),
     path("processes/<str:name>/", catalogue.start, name="process-start"),
     path("people/suggest/", views.people_suggest, name="people-suggest"),

@@ -30,7 +30,7 @@ from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Sta
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import display, inbox, search
+from . import attention, display, figures, inbox, search
 from .forms import apply_change, controls_for, place_problems, read_values, summary
 from .maps import process_map
 from .people import members_of, picker, suggestions
@@ -53,6 +53,19 @@ def person_page(view):
             return render(request, "work/no_membership.html", status=403)
         with files.serving(request):  # links made here (in emails sent after a decision) name this host
             return view(request, identity, *args, **kwargs)
+
+    return wrapper
+
+
+def operator_page(view):
+    """Require an operator of an organization (others get a plain 403) and call the view with their identity."""
+
+    @functools.wraps(view)
+    @person_page
+    def wrapper(request, identity: Identity, *args, **kwargs):
+        if not identity.is_operator:
+            return refused(request, Forbidden("Only the operators of your organization see these figures."))
+        return view(request, identity, *args, **kwargs)
 
     return wrapper
 
@@ -550,16 +563,30 @@ def cancel_run(request, identity: Identity, run_id: str):
 @require_http_methods(["GET", "HEAD"])
 @person_page
 def runs_page(request, identity: Identity):
-    """List the organization's runs, newest first, through `list_runs`; or those a search finds."""
+    """List the organization's runs, newest first, through `list_runs`; or those a search finds; or, for
+    operators, the runs needing attention."""
     query = request.GET.get("q", "").strip()
-    if query:
+    listed = request.GET.get("attention", "")
+    if listed:
+        if not identity.is_operator:
+            return refused(request, Forbidden("Only the operators of your organization see the runs needing attention."))
+        items, heading, problems = _needing_attention(identity, request.GET, listed)
+        if problems:
+            return render(request, "work/refused.html", {"error": Invalid("This list cannot be shown.", problems)},
+                          status=400)
+        found, next_cursor = None, None
+        if query:
+            found = search.search(identity, query)
+            ids = {run.public_id for run in found.runs}
+            items = [row for row in items if row["id"] in ids]
+    elif query:
         found = search.search(identity, query)
         process, state = request.GET.get("process"), request.GET.get("state")
         items = [search.run_row(run) for run in found.runs
                  if (not process or run.process_name == process) and (not state or run.state == state)]
-        next_cursor = None
+        next_cursor, heading = None, None
     else:
-        found, arguments = None, {"limit": PAGE_SIZE}
+        found, heading, arguments = None, None, {"limit": PAGE_SIZE}
         for key in ("process", "state", "cursor"):
             if request.GET.get(key):
                 arguments[key] = request.GET[key]
@@ -568,11 +595,43 @@ def runs_page(request, identity: Identity):
         except Invalid:
             return redirect("runs")
         items, next_cursor = data["items"], data["nextCursor"]
+    if listed and request.GET.get("state"):
+        items = [row for row in items if row["state"] == request.GET["state"]]
     context = {"identity": identity, "items": items, "next_cursor": next_cursor, "q": query, "found": found,
                "process": request.GET.get("process", ""), "state": request.GET.get("state", ""),
                "processes": search.process_names(identity), "states": ["active", "waiting", "ended", "cancelled"],
+               "attention": listed, "heading": heading, "lists": attention.LISTS[:3],
+               "period": request.GET.get("period", figures.DEFAULT_PERIOD), "agent": request.GET.get("agent", ""),
                "nav": "runs"}
     return render(request, "work/runs.html", context)
+
+
+def _needing_attention(identity: Identity, params, listed: str) -> tuple[list[dict], str, list[str]]:
+    """One list of runs needing attention, what it is called, and every problem with how it was asked for."""
+    problems = []
+    if listed not in dict(attention.LISTS):
+        problems.append(f"attention: '{listed[:40]}' is not one of {', '.join(key for key, _name in attention.LISTS)}")
+    period = params.get("period") or figures.DEFAULT_PERIOD
+    if problem := figures.period_problem(period):
+        problems.append(problem)
+    agent = params.get("agent", "")
+    if listed == "agent" and not re.fullmatch(r"a_[0-9]{1,18}", agent):
+        problems.append("agent: name the agent by its ref, such as a_12")
+    if problems:
+        return [], "", problems
+    organization, process = identity.organization, params.get("process") or None
+    since, words = figures.period_start(period), figures.period_words(period)
+    if listed == "failed":
+        return attention.failed_runs(organization, since=since, process=process), f"Failed or cancelled in {words}", []
+    if listed == "overdue":
+        timers.catch_up(organization=organization)  # a step just past its due shows at once
+        return attention.overdue_runs(organization, process=process), "Past their due now", []
+    if listed == "unclaimed":
+        hours = settings.UNCLAIMED_AFTER_HOURS
+        return (attention.unclaimed_runs(organization, process=process),
+                f"Agent steps nobody has claimed for over {hours} hour{'s' if hours != 1 else ''}", [])
+    name = display.names_for(organization, {agent}).get(agent, agent)
+    return attention.agent_runs(organization, agent, since=since), f"Trouble for {name} in {words}", []
 
 
 @require_http_methods(["GET", "HEAD"])
