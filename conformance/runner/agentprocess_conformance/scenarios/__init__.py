@@ -1,0 +1,11 @@
+"""The sections, registered in the order they run: each module's `@section` functions."""
+
+import importlib
+
+ORDER = ("mcp", "catalogue", "agents", "answers")
+
+
+def load() -> None:
+    """Import every scenario module once, which registers its sections in ORDER."""
+    for name in ORDER:
+        importlib.import_module(f"{__name__}.{name}")
