@@ -2,7 +2,8 @@
 
 import importlib
 
-ORDER = ("mcp", "catalogue", "agents", "answers")
+ORDER = ("mcp", "catalogue", "agents", "leases", "people", "ending", "waits", "idempotency", "isolation", "modes",
+         "profiles", "rest", "answers")
 
 
 def load() -> None:

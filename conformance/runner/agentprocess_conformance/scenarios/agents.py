@@ -23,7 +23,6 @@ from ..flows import (
     person_entry,
     start,
     state,
-    submit,
     text_of,
     upload,
 )
@@ -241,5 +240,3 @@ def escalation(context, rec, run_id: str) -> None:
         record = view["data"]["steps"]["diagnose"]
         assert record["output"] == OUTPUT and record["by"] != view["run"]["startedBy"], record
 
-
-__all__ = ["OUTPUT", "PROCESS", "acceptable", "submit"]
