@@ -7,10 +7,13 @@ import_process), run in one `manage.py shell` so that Django starts once.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "conformance" / "runner"
@@ -135,3 +138,17 @@ def publish_command(env: dict) -> dict:
         "env": {key: env[key] for key in ("DATABASE_URL", "SECRET_KEY", "PYTHONWARNINGS") if key in env},
         "jobs": 2,
     }
+
+
+def session_headers(base: str, email: str, password: str) -> dict[str, str]:
+    """Sign in through the form as a browser would and return the headers that carry that session."""
+    http = requests.Session()
+    page = http.get(f"{base}/accounts/login/", timeout=30).text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    answer = http.post(f"{base}/accounts/login/", data={"login": email, "password": password,
+                                                         "csrfmiddlewaretoken": token},
+                       headers={"Referer": f"{base}/accounts/login/"}, allow_redirects=False, timeout=30)
+    assert answer.status_code == 302, answer.status_code
+    cookies = http.cookies.get_dict()
+    return {"Cookie": "; ".join(f"{key}={value}" for key, value in cookies.items()),
+            "X-CSRFToken": cookies["csrftoken"], "Referer": f"{base}/"}

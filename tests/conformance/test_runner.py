@@ -1,5 +1,6 @@
 """The conformance runner, installed on its own, passes against this server (gunicorn, the suite's database)."""
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -33,6 +34,20 @@ def test_the_runner_passes_against_this_server(conformance_server, run_runner, t
     assert sum(int(suite.get("tests")) for suite in junit) == summary["total"]
     assert sum(int(suite.get("failures")) for suite in junit) == 0
     assert "PASS  a person gets the same describe as an agent" in output
+
+
+def test_people_may_be_given_as_http_headers_from_a_file(conformance_server, run_runner, tmp_path):
+    # The headers adapter: here each person's signed-in session cookie and CSRF token.
+    base, _, prepared, _ = conformance_server
+    headers = {name: harness.session_headers(base, email, harness.PASSWORD + name)
+               for name, email, *_ in harness.PEOPLE}
+    (tmp_path / "people.json").write_text(json.dumps(headers))
+    config = prepared.config(base, people_adapter={"kind": "headers", "file": str(tmp_path / "people.json")})
+    status, report, output = run_runner(config, "--section", "people", "--section", "ending")
+    results = statuses(report)
+    assert status == 0, output[-5000:]
+    people_checks = [key for key in results if key.startswith(("people.", "end."))]
+    assert len(people_checks) == 20 and all(results[key] == "passed" for key in people_checks), results
 
 
 @pytest.mark.slow

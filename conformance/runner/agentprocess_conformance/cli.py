@@ -10,6 +10,7 @@ from pathlib import Path
 import requests
 
 from . import __version__, scenarios
+from . import fixtures as fixture_files
 from .config import ConfigError, build, read_file
 from .context import connect
 from .framework import FAILED, SECTIONS, run_section
@@ -40,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--report-json", type=Path, metavar="PATH", help="write the results as JSON")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write the results as JUnit XML")
     parser.add_argument("--list", action="store_true", help="list every check and exit")
+    parser.add_argument("--export", type=Path, metavar="DIR",
+                        help="write the fixtures and the runner's probe process to DIR, one folder each, and exit")
     parser.add_argument("-v", "--verbose", action="store_true", help="show each check's duration")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
@@ -58,11 +61,24 @@ def list_checks() -> None:
             print(f"  {check.id}: {check.title} [{check.spec}]")
 
 
+def export(folder: Path) -> list[str]:
+    """Copy every fixture and probe into folder/<name>/PROCESS.md, for publishing with a server's own tools."""
+    names = fixture_files.all_names()
+    for name, fixture in fixture_files.load(names).items():
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        (folder / name / fixture_files.PROCESS_FILE).write_text(fixture.text, encoding="utf-8")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = parser().parse_args(argv)
     scenarios.load()
     if arguments.list:
         list_checks()
+        return EXIT_PASSED
+    if arguments.export:
+        for name in export(arguments.export):
+            print(arguments.export / name / fixture_files.PROCESS_FILE)
         return EXIT_PASSED
     unknown = [key for key in arguments.section if key not in {section.key for section in SECTIONS}]
     if unknown:
