@@ -58,6 +58,7 @@ def acceptable(token: str, **extra) -> dict:
     ("agent.get_work", "get_work lists the ready step with the exact claim call and no handoff",
      "spec §3.3; tools.md get_work"),
     ("agent.get_work_order", "get_work is oldest first and pages with nextCursor", "tools.md get_work"),
+    ("agent.list_runs", "list_runs finds the run by process, state and an input's value", "spec §4.2; tools.md list_runs"),
     ("agent.claim", "claim returns a token, its expiry, the step's requirements, the body and the run data",
      "tools.md claim"),
     ("agent.claim_conflicts", "a second claim is conflict: claimed_by_you for the holder, claimed_by_other for another",
@@ -124,6 +125,13 @@ def agent_loop(context, rec):
         assert keys.index((run_id, "diagnose")) < keys.index((second, "diagnose")), "the older run comes later"
         moments = [parse_time(item["readySince"]) for item in items]
         assert moments == sorted(moments), "readySince is not ascending"
+    with rec.check("agent.list_runs"):
+        context.need_tool("list_runs")
+        found = list(pages(agent, "list_runs", process=PROCESS, state="active", inputs={"ticketId": "T-conformance-1"}))
+        assert [item["id"] for item in found if item["id"] in (run_id, second)] == [run_id], found
+        item = next(item for item in found if item["id"] == run_id)
+        assert (item["process"], item["version"], item["state"]) == (PROCESS, version, "active"), item
+        assert item["inputs"] == {"ticketId": "T-conformance-1"}, item["inputs"]
     claimed = claim(context, agent, run_id, "diagnose")
     with rec.check("agent.claim"):
         step = fixture.steps["diagnose"]
