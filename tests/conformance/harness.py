@@ -21,7 +21,7 @@ RUNNER_DATA = RUNNER / "agentprocess_conformance" / "data"
 FIXTURES = [path.parent for path in sorted((RUNNER_DATA / "fixtures").glob("*/PROCESS.md"))]
 PROBES = [path.parent for path in sorted((RUNNER_DATA / "probes").glob("*/PROCESS.md"))]
 # A short lease, so that the lease checks outlive one within the runner's default wait.
-LEASE_SECONDS = "4"
+LEASE_SECONDS = "8"
 OTHER_ORG = "other"
 PEOPLE = (
     # name, email, operator, in every role
