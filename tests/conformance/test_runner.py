@@ -4,6 +4,7 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+import requests
 
 from . import harness
 
@@ -48,6 +49,19 @@ def test_people_may_be_given_as_http_headers_from_a_file(conformance_server, run
     assert status == 0, output[-5000:]
     people_checks = [key for key in results if key.startswith(("people.", "end."))]
     assert len(people_checks) == 20 and all(results[key] == "passed" for key in people_checks), results
+
+
+def test_agents_may_be_given_as_ready_bearer_tokens(conformance_server, run_runner):
+    base, _, prepared, _ = conformance_server
+    endpoint = requests.get(f"{base}/.well-known/oauth-authorization-server", timeout=30).json()["token_endpoint"]
+    tokens = [requests.post(endpoint, data={"grant_type": "client_credentials", "scope": "agentprocess"},
+                            auth=(agent["client_id"], agent["client_secret"]), timeout=30).json()["access_token"]
+              for agent in prepared.agents[:2]]
+    config = prepared.config(base, agents=[{"token": token} for token in tokens])
+    status, report, output = run_runner(config, "--section", "agents", "--section", "rest")
+    results = statuses(report)
+    assert status == 0, output[-5000:]
+    assert results["agent.claim_conflicts"] == results["rest.loop"] == results["describe.shape"] == "passed", results
 
 
 @pytest.mark.slow
