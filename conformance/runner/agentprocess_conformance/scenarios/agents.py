@@ -87,8 +87,18 @@ def acceptable(token: str, **extra) -> dict:
     ("agent.escalation_completed", "a person completes an escalated step in the agent's place", "spec §3.4"),
 ])
 def agent_loop(context, rec):
-    agent = context.agent
-    fixture = context.need_process(PROCESS)
+    context.need_process(PROCESS)
+    run_id, second, view = starting(context, rec)
+    claimed = claiming(context, rec, run_id, view)
+    token = renewing(context, rec, claimed)
+    refusing(context, rec, run_id, token)
+    handing_in(context, rec, run_id, token)
+    escalation(context, rec, second)
+
+
+def starting(context, rec) -> tuple[str, str, dict]:
+    """Start two runs; check start_run, get_work and list_runs. Return both run ids and the first view."""
+    agent, fixture = context.agent, context.fixtures[PROCESS]
     version = context.processes[PROCESS]["version"]
     with rec.check("agent.start_run_invalid"):
         missing = agent.fails("start_run", "invalid", process=PROCESS, inputs={"priority": "high"})
@@ -132,6 +142,12 @@ def agent_loop(context, rec):
         item = next(item for item in found if item["id"] == run_id)
         assert (item["process"], item["version"], item["state"]) == (PROCESS, version, "active"), item
         assert item["inputs"] == {"ticketId": "T-conformance-1"}, item["inputs"]
+    return run_id, second, view
+
+
+def claiming(context, rec, run_id: str, view: dict) -> dict:
+    """Claim the first run's step; check the claim, its conflicts and refusals, and forged tokens."""
+    agent, fixture = context.agent, context.fixtures[PROCESS]
     claimed = claim(context, agent, run_id, "diagnose")
     with rec.check("agent.claim"):
         step = fixture.steps["diagnose"]
@@ -155,6 +171,12 @@ def agent_loop(context, rec):
         agent.fails("escalate", "invalid", token=forged, note="Cannot finish.")
         if context.offers("renew"):
             agent.fails("renew", "invalid", token=forged)
+    return claimed
+
+
+def renewing(context, rec, claimed: dict) -> str:
+    """Renew the claim with progress; return the token to go on with."""
+    agent = context.agent
     token = claimed["token"]
     with rec.check("agent.renew"):
         context.need_tool("renew")
@@ -165,6 +187,12 @@ def agent_loop(context, rec):
         assert parse_time(renewed["expiresAt"]) >= parse_time(claimed["expiresAt"]), "the new expiry is earlier"
         agent.fails("submit", "stale", **acceptable(claimed["token"]))
         agent.fails("renew", "stale", token=claimed["token"])
+    return token
+
+
+def refusing(context, rec, run_id: str, token: str) -> None:
+    """Submit everything wrong at once; check the refusal, that nothing changed and that no token shows."""
+    agent = context.agent
     with rec.check("agent.not_accepted"):
         error = agent.fails("submit", "not_accepted", token=token, output={"diagnosis": 42, "surprise": "x"},
                             evidence=[{"kind": "file", "ref": "f_conformance_missing"}], summary="")
@@ -178,6 +206,11 @@ def agent_loop(context, rec):
     with rec.check("agent.token_private"):
         text = text_of(agent.ok("get_run", runId=run_id))
         assert not [found for found in context.tokens if found in text], "get_run shows a claim token"
+
+
+def handing_in(context, rec, run_id: str, token: str) -> None:
+    """Upload a file and submit with link and file evidence; check what run data records."""
+    agent = context.agent
     content = b"conformance evidence for " + run_id.encode()
     uploaded = None
     with rec.check("agent.upload"):
@@ -204,10 +237,10 @@ def agent_loop(context, rec):
         got = requests.get(item["url"], timeout=30)
         assert got.status_code == 200, f"the file url answered {got.status_code}"
         assert got.content == content, "the file url serves other bytes"
-    escalation(context, rec, second)
 
 
 def escalation(context, rec, run_id: str) -> None:
+    """Escalate the second run's step, have an operator return it, escalate again, have them complete it."""
     agent = context.agent
     claimed = claim(context, agent, run_id, "diagnose")
     note = "The logs in the ticket cannot be read."

@@ -6,6 +6,10 @@ the confirmation that rejects back to the handoff, then approves, and the agent 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from ..calls import Caller
+from ..config import Person
 from ..flows import (
     LINK,
     SUMMARY,
@@ -71,14 +75,37 @@ def link() -> list[dict]:
      "spec §3.4; tools.md start_run"),
 ])
 def people(context, rec):
-    agent = context.agent
-    fixture = context.need_process(PROCESS)
+    context.need_process(PROCESS)
     lead, alice = context.person(role="tier1-lead")
     _, engineer = context.person(role="engineering-oncall")
-    run_id = start(context, agent, PROCESS, inputs={"ticketId": "T-conformance-people"})["run"]["id"]
+    run_id = start(context, context.agent, PROCESS, inputs={"ticketId": "T-conformance-people"})["run"]["id"]
+    desk = Desk(run_id, lead, alice, engineer)
+    work_items(context, rec, desk)
+    snapshots(context, rec, desk)
+    rejection(context, rec, desk)
+    finishing(context, rec, desk)
+    with rec.check("people.initiator"):
+        initiator(context, lead, alice)
+
+
+@dataclass
+class Desk:
+    """The people scenario's run, who works it, and its first work item (kept for the late decisions)."""
+
+    run_id: str
+    lead: Person
+    alice: Caller
+    engineer: Caller
+    first: dict = field(default_factory=dict)
+
+
+def work_items(context, rec, desk: Desk) -> None:
+    """Bring the run to its first task; check the item, the person's get_work and decide's refusals."""
+    agent, alice, run_id = context.agent, desk.alice, desk.run_id
+    fixture = context.fixtures[PROCESS]
     view = work_agent_step(context, agent, run_id, "diagnose", output=OUTPUT, next="tier1_handoff",
                            reason="Not fixed by the runbook.")
-    first = item_for(view, "tier1_handoff")
+    first = desk.first = item_for(view, "tier1_handoff")
     with rec.check("people.work_item"):
         step = fixture.steps["tier1_handoff"]
         assert (first["kind"], first["text"]) == ("task", step["task"]), (first["kind"], first["text"])
@@ -91,7 +118,7 @@ def people(context, rec):
         assert call["arguments"]["snapshot"] == first["snapshot"] and "requestId" in call["arguments"], call
     with rec.check("people.get_work"):
         entry = person_entry(alice, run_id, "tier1_handoff")
-        assert entry is not None, f"{lead.name}'s get_work does not list the item"
+        assert entry is not None, f"{desk.lead.name}'s get_work does not list the item"
         assert (entry["runId"], entry["process"], entry["mode"]) == (run_id, PROCESS, "live"), entry
         assert without_snapshots(entry["workItem"]) == without_snapshots(first), "the item differs from the run view's"
     with rec.check("people.outsider"):
@@ -110,6 +137,11 @@ def people(context, rec):
         unnamed = [name for name in ("output.impact", "output.severity", "link")
                    if not any(name in issue for issue in issues)]
         assert not unnamed, f"no issue names {', '.join(unnamed)}: {issues}"
+
+
+def snapshots(context, rec, desk: Desk) -> None:
+    """Complete the first task; check stale, a fresh snapshot, and already_decided before stale."""
+    alice, engineer, run_id, first = desk.alice, desk.engineer, desk.run_id, desk.first
     old_snapshot = first["snapshot"]
     view = complete_task(context, alice, fresh_item(alice, run_id, "tier1_handoff"), output=HANDOFF, evidence=link())
     engineering = item_for(view, "engineering")
@@ -123,10 +155,15 @@ def people(context, rec):
     with rec.check("people.already_decided"):
         alice.conflict("decide", "already_decided", **call_of(first, snapshot=old_snapshot), decision="completed",
                        output=HANDOFF, evidence=link())
+
+
+def rejection(context, rec, desk: Desk) -> None:
+    """Reject the confirmation with a colleague deciding late; rework and approve; check the history."""
+    alice, engineer, run_id = desk.alice, desk.engineer, desk.run_id
     confirm = fresh_item(alice, run_id, "confirm")
     colleague = None
     try:
-        colleague = context.person(role="tier1-lead", exclude=(lead.name,))[1]
+        colleague = context.person(role="tier1-lead", exclude=(desk.lead.name,))[1]
         late_call = call_of(fresh_item(colleague, run_id, "confirm"))
     except Skip as exc:
         rec.skip("people.first_decision_wins", str(exc))
@@ -153,6 +190,11 @@ def people(context, rec):
         assert steps["confirm"]["decision"] == "approved", steps["confirm"]
         assert [entry.get("decision") for entry in steps["confirm"]["history"]] == ["rejected"], steps["confirm"]
         assert approval is None, "the decided approval is still open"
+
+
+def finishing(context, rec, desk: Desk) -> None:
+    """Close the ticket; check the finish and that every later write is run_ended."""
+    agent, run_id, first = context.agent, desk.run_id, desk.first
     claimed = claim(context, agent, run_id, "close_ticket")
     with rec.check("people.single_next"):
         error = agent.fails("submit", "not_accepted", token=claimed["token"], output={"ticket": "T-conformance-people"},
@@ -166,12 +208,10 @@ def people(context, rec):
         assert run["ended"] and run["ended"]["by"] == "server" and run["ended"]["note"] is None, run["ended"]
         assert state(view, "done") == "done" and view["workItems"] == []
     with rec.check("people.run_ended"):
-        alice.conflict("decide", "run_ended", **call_of(first, snapshot=old_snapshot), decision="approved")
+        desk.alice.conflict("decide", "run_ended", **call_of(first), decision="approved")
         agent.conflict("claim", "run_ended", runId=run_id, stepId="close_ticket")
         agent.conflict("submit", "run_ended", token=claimed["token"], output={"ticket": 1}, summary="")
         agent.conflict("send_event", "run_ended", runId=run_id, name="late")
-    with rec.check("people.initiator"):
-        initiator(context, lead, alice)
 
 
 def call_of(item: dict, **changes) -> dict:
