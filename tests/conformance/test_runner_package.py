@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from agentprocess_conformance import config, fixtures, framework, report, scenarios, transport
+from agentprocess_conformance import cli, config, fixtures, framework, report, scenarios, transport
 
 from processes import hashing, parsing
 
@@ -126,3 +126,21 @@ def test_the_junit_report_counts_failures_and_skips(tmp_path):
     data = report.as_json(results, server="http://x", describe={}, started="s", finished="f")
     assert data["summary"] == {"total": 3, "passed": 1, "failed": 1, "skipped": 1}
     assert json.dumps(data)
+
+
+def test_an_unusable_configuration_or_server_exits_2_before_any_check(tmp_path, capsys):
+    (tmp_path / "bad.yaml").write_text("url: http://127.0.0.1:1/mcp\nagents: [{client_id: only-an-id}]\n")
+    assert cli.main(["--config", str(tmp_path / "bad.yaml")]) == cli.EXIT_UNUSABLE
+    assert "agents[0]: needs client_id and client_secret, or token" in capsys.readouterr().err
+    assert cli.main(["--url", "http://127.0.0.1:1", "--client", "id:secret"]) == cli.EXIT_UNUSABLE
+    assert "cannot reach http://127.0.0.1:1/mcp" in capsys.readouterr().err
+    assert cli.main(["--url", "http://127.0.0.1:1", "--token", "t"]) == cli.EXIT_UNUSABLE
+    assert cli.main(["--url", "http://127.0.0.1:1", "--token", "t", "--section", "nonsense"]) == cli.EXIT_UNUSABLE
+
+
+def test_export_writes_every_fixture_and_the_probe(tmp_path):
+    assert cli.main(["--export", str(tmp_path)]) == cli.EXIT_PASSED
+    written = sorted(path.parent.name for path in tmp_path.glob("*/PROCESS.md"))
+    assert written == sorted(fixtures.all_names()) and len(written) == 13
+    assert (tmp_path / "support-escalation" / "PROCESS.md").read_bytes() == (
+        ROOT / "conformance" / "fixtures" / "support-escalation" / "PROCESS.md").read_bytes()

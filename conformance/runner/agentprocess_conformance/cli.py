@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     started = now()
     try:
         context = connect(config, schemas, ledger)
-    except (AuthorizationProblem, requests.RequestException, ConfigError) as exc:
+    except (AuthorizationProblem, requests.RequestException, ConfigError, ValueError) as exc:
         print(f"cannot reach {config.mcp_url}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     printer = Printer(verbose=arguments.verbose)

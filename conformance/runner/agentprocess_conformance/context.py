@@ -109,7 +109,8 @@ def connect(config: Config, schemas: Schemas, ledger: Ledger) -> Context:
     credentials = config.home.agents + (config.other.agents if config.other else [])
     try:
         context.discovery = discover(requests.Session(), config.mcp_url)
-    except (AuthorizationProblem, requests.RequestException, ValueError) as exc:
+    except (AuthorizationProblem, ValueError) as exc:
+        # An unreachable server (requests.ConnectionError) is not caught: nothing could be checked.
         if any(isinstance(credential, ClientCredentials) for credential in credentials):
             raise
         # Ready tokens need no token endpoint; the MCP section reports the missing metadata.
