@@ -17,8 +17,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
+# The dev install also holds the conformance runner (conformance/runner), whose dependencies are the server's.
+$(VENV)/.installed-dev: $(VENV)/.installed conformance/runner/pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e ./conformance/runner
 	touch $@
 
 migrate: $(VENV)/.installed

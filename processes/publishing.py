@@ -121,7 +121,7 @@ class ImportOutcome:
             return [f"published {self.name} version {self.version.number} sha256 {self.version.sha256}"]
         if self.status == "unchanged":
             assert self.version is not None
-            return [f"unchanged {self.name} version {self.version.number}"]
+            return [f"unchanged {self.name} version {self.version.number} sha256 {self.version.sha256}"]
         return [draft_line(self.name, self.unbound_roles, self.systems)]
 
 

@@ -13,7 +13,7 @@ class Command(BaseCommand):
         "Import PATH (a PROCESS.md, a folder holding one, or a zip of such a folder) as a draft, bind "
         "roles with --bind ROLE=GROUP (creating each group that does not exist) and publish with "
         "--publish. On success prints one line to stdout and exits 0: "
-        "'published NAME version N sha256 HEX', 'unchanged NAME version N', "
+        "'published NAME version N sha256 HEX', 'unchanged NAME version N sha256 HEX', "
         "'draft NAME: roles to bind: a, b' or 'draft NAME: ready to publish', the draft line followed by "
         "'; requires systems: x, y' when the process names systems. A refused document exits 1 and "
         "prints one line per issue to stderr."

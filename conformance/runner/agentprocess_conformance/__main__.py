@@ -1,0 +1,3 @@
+from agentprocess_conformance.cli import main
+
+raise SystemExit(main())
