@@ -355,9 +355,15 @@ def _node_svg(node: _Node) -> str:
         )
     parts.append("</g>")
     if node.link is not None:
-        href, name = node.link
-        # A link in the drawing: reached by Tab like any other, named for what it lists.
-        return f'<a class="map-link" href="{escape(href)}" aria-label="{escape(name)}">{"".join(parts)}</a>'
+        href, action = node.link
+        # A link over the drawn step, reached by Tab like any other and named for the figures it shows and
+        # what it lists; it holds no text of its own, so its name and the words a reader sees never differ.
+        name = f"{node.title}: {'; '.join(node.figures)}. {action}" if node.figures else f"{node.title}. {action}"
+        parts.append(
+            f'<a class="map-link" href="{escape(href)}" aria-label="{escape(name)}">'
+            f'<rect class="map-hit" x="{node.x:.1f}" y="{node.y:.1f}" width="{node.width}" height="{node.height}" '
+            f'rx="{shape_rx}"/></a>'
+        )
     return "".join(parts)
 
 

@@ -166,8 +166,7 @@ def _drawing(definition: Definition, found: figures.MapFigures, *, base: str, na
         if figures_here.at_work:
             states[step.id] = {"state": "waiting", "overdue": bool(figures_here.now["overdue"])}
         if step.kind != StepKind.FINISH:
-            said = "; ".join(lines[step.id])
-            links[step.id] = (f"{base}&step={step.id}#at-step", f"{step_title(step.id)}: {said}. List the runs here now")
+            links[step.id] = (f"{base}&step={step.id}#at-step", "List the runs here now")
     passed = {edge: f"{count} {'sent back' if edge[2] == 'reject' else 'passed'}" for edge, count in found.edges.items()}
     return process_map(definition, states=states, figures=lines, passed=passed, links=links,
                        title=f"Live map of {name}: runs at each step now, and their passages in {words}")

@@ -30,7 +30,7 @@ def svg_of(html: str) -> str:
 
 def step_box(svg: str, step_id: str) -> str:
     start = svg.index(f'data-step="{step_id}"')
-    return svg[start:svg.index("</g></a>", start)]
+    return svg[start:svg.index("</a>", start)]
 
 
 @pytest.fixture
