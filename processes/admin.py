@@ -12,8 +12,8 @@ from django.utils.html import format_html, format_html_join
 
 from processes import publishing
 from processes.forms import BindingForm, ImportForm
+from processes.maps import process_map
 from processes.models import Draft, Process, ProcessVersion
-from work.maps import process_map
 
 
 def _version_url(version: ProcessVersion) -> str:

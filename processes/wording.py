@@ -1,4 +1,7 @@
-"""How issues quote the values they are about (parsing and validation word them alike)."""
+"""How a process's names read to a person, and how issues quote the values they are about (parsing and
+validation word them alike)."""
+
+import re
 
 SHOWN_CHARS = 40
 
@@ -39,3 +42,18 @@ def step_title(step_id: str) -> str:
     """Turn a step id into words a person reads: `collect_quotes` → `Collect quotes`."""
     words = step_id.replace("_", " ").replace("-", " ").strip()
     return words[:1].upper() + words[1:]
+
+
+ACRONYMS = frozenset({"id", "url", "uri", "usd", "eur", "gbp", "api", "sku", "vat", "iban", "pdf", "po", "rfp"})
+
+
+def field_label(name: str) -> str:
+    """Turn a field name into words: `totalUsd` → `Total USD`, `due_date` → `Due date`."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
+    words = spaced.split()
+    if not words:
+        return name
+    text = " ".join(
+        w.upper() if w.lower() in ACRONYMS else w if w.isupper() and len(w) > 1 else w.lower() for w in words
+    )
+    return text[:1].upper() + text[1:]

@@ -9,13 +9,13 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.identity import Identity
 from processes.definition import definition_for
+from processes.maps import process_map
 from processes.models import ProcessVersion
 from processes.wording import step_title
 from runs.errors import Invalid, ToolError
 from runs.tools import call_tool
 
 from .forms import apply_change, controls_for, place_problems, read_values, summary
-from .maps import process_map
 from .people import members_of, picker
 from .views import new_request_id, person_page, refused, request_id
 

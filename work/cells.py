@@ -53,21 +53,6 @@ EXPECTED = {
 }
 _ITEM = re.compile(r"^\[(\d+)\]")
 # Words a field name spells in lower case that people write in capitals.
-ACRONYMS = frozenset({"id", "url", "uri", "usd", "eur", "gbp", "api", "sku", "vat", "iban", "pdf", "po", "rfp"})
-
-
-def field_label(name: str) -> str:
-    """Turn a field name into words: `totalUsd` → `Total USD`, `due_date` → `Due date`."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ")
-    words = spaced.split()
-    if not words:
-        return name
-    text = " ".join(
-        w.upper() if w.lower() in ACRONYMS else w if w.isupper() and len(w) > 1 else w.lower() for w in words
-    )
-    return text[:1].upper() + text[1:]
-
-
 def _say(subject: str, words: str, sentence: bool) -> str:
     return f"{subject}: {words}" if sentence else f"{subject} {words}"
 

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from accounts.models import Agent, Group, User
 from processes.definition import Definition
 from processes.kinds import StepKind
-from processes.wording import step_title
+from processes.wording import field_label, step_title
 from runs.canonical import iso
 from runs.models import Upload
-
-from .forms import field_label
 
 SERVER = "server"
 

@@ -66,7 +66,7 @@ class StepFigures:
 @dataclass
 class MapFigures:
     steps: dict[str, StepFigures]
-    # (source, target, "forward" | "reject") → passages along that edge in the period, as work.maps names edges.
+    # (source, target, "forward" | "reject") → passages along that edge in the period, as processes.maps names edges.
     edges: Counter
 
 
@@ -146,7 +146,7 @@ def _stretches(since: dt.datetime, counted_until: dt.date) -> tuple[dt.date, dt.
 
 
 def edge_of(definition: Definition, step_id: str, how: str, went_to: str) -> tuple[str, str, str] | None:
-    """The map edge a passage went along, named as work.maps names it; None for one the map does not draw."""
+    """The map edge a passage went along, named as processes.maps names it; None for one the map does not draw."""
     if step_id not in definition.by_id:
         return None
     if how == How.REJECTED:

@@ -22,10 +22,11 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from processes.wording import field_label
 from runs.acceptance import field_spec
 
 from . import cells, grids
-from .cells import UTC_OFFSETS, Problem, choice_label, choice_value, field_label
+from .cells import UTC_OFFSETS, Problem, choice_label, choice_value
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from django.views.decorators.http import require_http_methods
 from accounts.identity import Identity
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
+from processes.maps import process_map
 from processes.models import ProcessVersion
 from processes.wording import step_title
 from runs import store, timers
 from runs.errors import Invalid
 
 from . import attention, figures
-from .maps import process_map
 from .views import operator_page
 
 

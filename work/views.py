@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
 from processes.definition import JOIN, definition_for
+from processes.maps import process_map
 from processes.wording import step_title
 from runs import files, notices, taking, timers
 from runs.assignments import may_decide
@@ -32,7 +33,6 @@ from runs.tools import call_tool
 
 from . import attention, display, figures, inbox, search
 from .forms import apply_change, controls_for, place_problems, read_values, summary
-from .maps import process_map
 from .people import members_of, picker, suggestions
 
 PAGE_SIZE = 50

@@ -7,9 +7,9 @@ from xml.etree import ElementTree
 import pytest
 
 from processes.definition import compile_definition
+from processes.maps import process_map
 from processes.parsing import parse_process
 from processes.wording import step_title
-from work.maps import process_map
 
 FIXTURES = Path(__file__).resolve().parents[2] / "conformance" / "fixtures"
 SUPPLIER = """---

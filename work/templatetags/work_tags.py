@@ -12,8 +12,7 @@ from django.utils.html import format_html, format_html_join, urlize
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince, timeuntil
 
-from processes.wording import step_title
-from work.forms import field_label
+from processes.wording import field_label, step_title
 from work.rendering import render_markdown
 
 register = template.Library()

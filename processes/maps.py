@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from html import escape
 from itertools import pairwise
 
-from processes.definition import JOIN, Definition
-from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
-from processes.wording import step_title
-
-from .forms import field_label
+from .definition import JOIN, Definition
+from .kinds import PERSON_KINDS, WAIT_KINDS, StepKind
+from .wording import field_label, step_title
 
 NODE_W = 188
 NODE_H = 66
