@@ -82,7 +82,7 @@ REVIEWERS = ["rev1@example.com", "rev2@example.com"]
 RECIPIENTS = {"fault-due": 2, "fault-review": 4}
 LEASE_SECONDS = 2
 HOUR = 3601
-SUBJECT = re.compile(r"Subject: .*Step '(\w+)' of (\S+) run (r_\d+) is overdue")
+SUBJECT = re.compile(r"Subject: (?:\[test run\] )?(.+?) in (\S+) run (r_\d+) is overdue")
 SWEEP_DONE = re.compile(r"Task runs\.tasks\.sweep\[[^\]]+\] succeeded in [\d.e-]+s: (\d+)")
 
 
@@ -91,7 +91,8 @@ def step(view: dict, step_id: str) -> dict:
 
 
 def notices(url: str, run_ids: list[str]) -> dict[str, int]:
-    rows = harness.sql(url, "SELECT run_id, count(*) FROM work_notification WHERE run_id = ANY(%s) GROUP BY run_id",
+    rows = harness.sql(url, "SELECT run_id, count(*) FROM work_notification WHERE run_id = ANY(%s) "
+                            "AND kind = 'overdue' GROUP BY run_id",
                        ([harness.run_pk(r) for r in run_ids],))
     counts = {f"r_{pk}": n for pk, n in rows}
     return {r: counts.get(r, 0) for r in run_ids}
@@ -215,7 +216,7 @@ def test_api_is_right_without_redis_and_the_worker_catches_up_once(logs, redis_u
         expected = {d1: 2, r1: 4, d2: 2, r2: 4}
         assert notices(url, list(expected)) == expected
         doubled = harness.sql(url, "SELECT user_id, run_id, step_id, count(*) FROM work_notification "
-                                   "GROUP BY user_id, run_id, step_id HAVING count(*) > 1")
+                                   "GROUP BY user_id, run_id, step_id, kind HAVING count(*) > 1")
         assert not doubled, f"notified twice: {doubled}"
         assert harness.sql(url, "SELECT count(*) FROM work_notification WHERE email_pending")[0][0] == 0
         emails = Counter(m[2] for m in SUBJECT.findall(server.stdout() + worker.output()))
