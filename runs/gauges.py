@@ -1,6 +1,6 @@
 """What the database says now, read at each scrape of /metrics: steps by state, overdue steps, sweep lag.
 
-Each is one aggregate query: the step counts read the partial index of active steps (step_active), the
+Each is one aggregate query: the step counts read the partial index of active steps (step_active_now), the
 overdue count its own partial index (step_overdue_now), the lag the index of runs waiting for a time
 (run_wake).
 """
@@ -14,14 +14,14 @@ from prometheus_client.registry import Collector
 
 from base.metrics import PREFIX
 
-from .models import ACTIVE_STATES, OVERDUE_NOW, Run, RunStep
+from .models import ACTIVE_NOW, OVERDUE_NOW, Run, RunStep
 
 
 class RunGauges(Collector):
     def collect(self):
         steps = GaugeMetricFamily(f"{PREFIX}_steps", "Steps now ready for an agent, claimed, or waiting "
                                   "(on a person, a time or an event), by state and kind.", labels=["state", "kind"])
-        counted = (RunStep.objects.filter(state__in=ACTIVE_STATES).values_list("state", "kind")
+        counted = (RunStep.objects.filter(ACTIVE_NOW).values_list("state", "kind")
                    .annotate(n=Count("pk")).order_by())
         for state, kind, n in counted:
             steps.add_metric([state, kind], n)
