@@ -254,3 +254,29 @@ def latency_table(latencies: dict[str, list[float]], elapsed: float) -> list[str
             f"{percentile(values, 0.99) * 1000:>9.1f}"
         )
     return lines
+
+
+def measure(call, samples: int) -> tuple[float, float, float, int]:
+    """Run `call` `samples` times in this process: mean, median and 95th percentile ms, and its SQL queries."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times = []
+    queries = 0
+    for _ in range(samples):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - started)
+        queries = len(captured)
+    return statistics.fmean(times) * 1000, percentile(times, 0.5) * 1000, percentile(times, 0.95) * 1000, queries
+
+
+def page(client, path: str):
+    """A call that asks for one page through Django's test client and insists it is there (200)."""
+
+    def get():
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+
+    return get

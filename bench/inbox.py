@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import percentile, recreate_database, setup_django
+from bench.common import measure, page, recreate_database, setup_django
 
 APPROVAL = """---
 name: bench-approval
@@ -47,21 +45,6 @@ def long_process(steps: int) -> str:
         + "  - id: review\n    person: approvers\n    approve: Review all of it.\n  - id: done\n    finish: ok\n---\n"
         + "# Long\n\nThirty steps of agent work, then one review.\n"
     )
-
-
-def measure(client, path: str, samples: int) -> tuple[float, float, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    times, queries = [], 0
-    for _ in range(samples):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            response = client.get(path)
-            times.append(time.perf_counter() - started)
-        assert response.status_code == 200, (path, response.status_code)
-        queries = len(captured)
-    return statistics.fmean(times) * 1000, percentile(times, 0.95) * 1000, queries
 
 
 def main() -> None:
@@ -125,11 +108,11 @@ def main() -> None:
         ("item page, run with 30 completed steps", f"/inbox/{item_id}/"),
         ("run page, 30 completed steps", f"/runs/{run_id}/"),
     ):
-        mean, p95, queries = measure(client, path, args.samples)
+        mean, _, p95, queries = measure(page(client, path), args.samples)
         print(f"{label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
     client = Client()
     assert client.login(email="reviewer@example.com", password="bench-password")
-    mean, p95, queries = measure(client, "/inbox/", args.samples)
+    mean, _, p95, queries = measure(page(client, "/inbox/"), args.samples)
     print(f"inbox with 10 open items among the organization's {args.items + 11}: "
           f"{mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
 
@@ -146,9 +129,9 @@ def main() -> None:
                         ("a run by its id", f"r_{Run.objects.order_by('pk').values_list('pk', flat=True)[total // 2]}")):
         found = search.search(person, text)
         assert found.runs, (label, text)
-        mean, p95, queries = measure_call(lambda text=text: search.search(person, text), args.samples)
+        mean, _, p95, queries = measure(lambda text=text: search.search(person, text), args.samples)
         print(f"search, {label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries, {len(found.runs)} found")
-    mean, p95, queries = measure(client, f"/search/?q={wanted}", args.samples)
+    mean, _, p95, queries = measure(page(client, f"/search/?q={wanted}"), args.samples)
     print(f"search page for an input value: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
 
 
@@ -169,20 +152,6 @@ def grow_claims(organization, count: int) -> None:
                       "steps": {}})
             for i in range(start, min(start + 5000, count))
         )
-
-
-def measure_call(call, samples: int) -> tuple[float, float, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    times, queries = [], 0
-    for _ in range(samples):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - started)
-        queries = len(captured)
-    return statistics.fmean(times) * 1000, percentile(times, 0.95) * 1000, queries
 
 
 if __name__ == "__main__":

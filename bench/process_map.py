@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import database_settings, recreate_database, setup_django
-from bench.scale import measure
+from bench.common import database_settings, measure, page, recreate_database, setup_django
 
 FLOW = """---
 name: bench-flow
@@ -180,12 +179,6 @@ def main() -> None:
     client = Client()
     client.force_login(operator)
 
-    def page(path):
-        def get():
-            response = client.get(path)
-            assert response.status_code == 200, (path, response.status_code)
-        return get
-
     pages = [
         ("live map, 24 hours", "/operations/bench-flow/?period=24h"),
         ("live map, 7 days", "/operations/bench-flow/?period=7d"),
@@ -208,8 +201,8 @@ def main() -> None:
     print(f"(a day's count reads one day's passages: today has {today} so far)\n")
     print(f"{'page':<22}{'mean ms':>9}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}")
     for label, path in pages:
-        page(path)()  # warm
-        mean, p50, p95, queries = measure(page(path), args.samples)
+        page(client, path)()  # warm
+        mean, p50, p95, queries = measure(page(client, path), args.samples)
         print(f"{label:<22}{mean:>9.1f}{p50:>9.1f}{p95:>9.1f}{queries:>9}")
 
 

@@ -9,15 +9,13 @@ the server's own cost per call. Also times `submit` on a step with 50 earlier at
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import database_settings, percentile, recreate_database, setup_django
+from bench.common import database_settings, measure, recreate_database, setup_django
 
 LOOP = """---
 name: bench-loop
@@ -66,21 +64,6 @@ def grow(version, organization, target: int, existing: int) -> None:
             rows.append(RunStep(run=run, organization=organization, **copies, step_id="done", position=2, kind="finish"))
         RunStep.objects.bulk_create(rows, batch_size=5000)
         existing += count
-
-
-def measure(call, samples: int) -> tuple[float, float, float, int]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    times = []
-    queries = 0
-    for _ in range(samples):
-        with CaptureQueriesContext(connection) as captured:
-            started = time.perf_counter()
-            call()
-            times.append(time.perf_counter() - started)
-        queries = len(captured)
-    return statistics.fmean(times) * 1000, percentile(times, 0.5) * 1000, percentile(times, 0.95) * 1000, queries
 
 
 def main() -> None:
