@@ -75,7 +75,7 @@ def _notify(run, people, *, kind: str, text: str, step_id: str = "", item=None, 
     return sum(notice.email_pending for notice in notices)
 
 
-def record_overdue(*, run, row, step, now) -> int:
+def record_overdue(*, run, row, now) -> int:
     """Record one overdue notice per recipient for this attempt; needs the run lock held."""
     people, item = overdue_recipients(run=run, row=row)
     text = f"{step_title(row.step_id)} in {run.process_name} run {run.public_id} is overdue."

@@ -216,7 +216,7 @@ def save(txn: LoadedRun) -> None:
     if ended:
         owed += notices.record_run_end(run=run, now=txn.now)
     for step_id, _attempt in txn.notices:
-        owed += notices.record_overdue(run=run, row=txn.steps[step_id], step=txn.definition[step_id], now=txn.now)
+        owed += notices.record_overdue(run=run, row=txn.steps[step_id], now=txn.now)
     if owed:
         transaction.on_commit(_after_commit(run.pk))
     if started or ended:
