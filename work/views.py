@@ -164,6 +164,7 @@ def inbox_page(request, identity: Identity):
         "overdue_steps": overdue_steps,
         "notices": [(notice, notices.notice_link(notice)) for notice in newest],
         "unread": unread,
+        "unread_notices": unread,  # the top bar's count, already read (work.context would count again)
         "nav": "inbox",
     }
     return render(request, "work/inbox.html", context)
