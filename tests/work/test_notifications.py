@@ -107,14 +107,16 @@ def test_an_agent_step_notifies_only_the_operators(publish, agent, make_person, 
     assert [m.to for m in overdue_mail(mailoutbox)] == [["ops@example.com"]]
 
 
-def test_an_escalated_agent_step_notifies_only_the_operators(publish, agent, make_person, mailoutbox,
-                                                             django_capture_on_commit_callbacks):
+def test_an_escalation_and_its_step_overdue_notify_only_the_operators(publish, agent, make_person, mailoutbox,
+                                                                      django_capture_on_commit_callbacks):
     publish(ESCALATING)
     make_person("ops@example.com", operator=True)
     make_person("plain@example.com")
     view = agent.write("start_run", process="nightly", inputs={})
     token = agent.write("claim", runId=view["run"]["id"], stepId="crunch")["token"]
     agent.write("escalate", token=token, note="Stuck.")
+    # The escalation itself is a notice for the operators, at once.
+    assert recipients(view["run"]["id"], "escalation") == ["ops@example.com"]
     age(view["run"]["id"], 7200)
     sweep(django_capture_on_commit_callbacks)
     assert recipients(view["run"]["id"]) == ["ops@example.com"]
@@ -201,16 +203,6 @@ def test_a_rejection_tells_the_assignee_the_work_was_sent_back(purchase, mailout
     run_id = view["run"]["id"]
     assert recipients(run_id, "sent_back") == ["buyer@example.com"]
     assert [m.to for m in mailoutbox if "was sent back" in m.subject] == [["buyer@example.com"]]
-
-
-def test_an_escalation_tells_the_operators(publish, agent, make_person, django_capture_on_commit_callbacks):
-    publish(ESCALATING)
-    make_person("ops@example.com", operator=True)
-    make_person("plain@example.com")
-    view = agent.write("start_run", process="nightly", inputs={})
-    token = agent.write("claim", runId=view["run"]["id"], stepId="crunch")["token"]
-    agent.write("escalate", token=token, note="Stuck.")
-    assert recipients(view["run"]["id"], "escalation") == ["ops@example.com"]
 
 
 def test_the_person_who_started_a_run_hears_how_it_ended(purchase, publish):
