@@ -32,11 +32,10 @@ def _allowed(request: HttpRequest) -> bool:
 
 
 def _registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
-        registry = CollectorRegistry()
         registry.register(ThisProcess())
     registry.register(RunGauges())
     return registry
