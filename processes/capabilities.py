@@ -2,22 +2,9 @@
 
 from django.conf import settings
 
-TOOLS = (
-    "describe",
-    "list_processes",
-    "start_run",
-    "get_run",
-    "get_work",
-    "claim",
-    "renew",
-    "upload",
-    "submit",
-    "escalate",
-    "decide",
-    "cancel",
-    "send_event",
-    "list_runs",
-)
+from processes import spec
+
+TOOLS = spec.TOOLS  # every tool tools.md defines
 
 # Profiles the engine implements; check-1 is honoured only while an evaluator is configured.
 IMPLEMENTED_PROFILES = ("parallel-1", "check-1")

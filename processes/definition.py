@@ -8,9 +8,7 @@ from typing import Any
 
 from processes.kinds import OUTPUT_KINDS, PERSON_KINDS, StepKind
 from processes.parsing import parse_process
-from processes.validation import parse_duration
-
-JOIN = "join"
+from processes.spec import JOIN, parse_duration
 
 
 def duration_seconds(text: str | None) -> int | None:

@@ -19,7 +19,7 @@ from base import metrics, sql
 from processes.definition import JOIN, StepDef, definition_for, duration_seconds
 from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
-from processes.validation import STEP_ID_PATTERN
+from processes.spec import STEP_ID_PATTERN
 
 from . import passages, store
 from .acceptance import check_fields, parse_datetime

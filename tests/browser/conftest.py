@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 import pytest
 from django.conf import settings
 from django.db import connections
+from playwright.sync_api import expect
 
 from tests.runs import conftest as engine_fixtures
 
@@ -26,6 +27,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+# Waits hold on a machine whose cores are busy: every action and every expect() waits up to 30 s.
+expect.set_options(timeout=30_000)
 
 # The engine tests' fixtures, shared: people, agents, publishing.
 agent = engine_fixtures.agent
@@ -72,7 +75,7 @@ def new_page(chromium, site):
 
     def make(width: int = 1280, height: int = 900):
         context = chromium.new_context(viewport={"width": width, "height": height}, base_url=site)
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(30_000)
         contexts.append(context)
         return context.new_page()
 

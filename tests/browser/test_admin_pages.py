@@ -1,6 +1,7 @@
 """The admin's process import, in Chromium at desktop and phone width: refused, corrected, bound, published."""
 
 import pytest
+from playwright.sync_api import expect
 
 from accounts.models import Group
 from processes.models import Draft, ProcessVersion
@@ -31,8 +32,9 @@ def test_an_admin_imports_a_process_fixes_it_and_binds_its_role_to_a_new_group(n
     page.get_by_role("button", name="Import").click()
     issues = page.locator("#import-issues li")
     issues.first.wait_for()
-    assert issues.count() == 2 and "redraft" in issues.all_inner_texts()[0] + issues.all_inner_texts()[1]
-    assert page.locator("textarea[name=text]").input_value() == broken
+    expect(issues).to_have_count(2)
+    assert "redraft" in issues.all_inner_texts()[0] + issues.all_inner_texts()[1]
+    expect(page.locator("textarea[name=text]")).to_have_value(broken)
     assert not Draft.objects.exists()
     screenshot(page, f"admin-import-refused-{width}")
     assert overflow(page) <= 0
@@ -41,7 +43,7 @@ def test_an_admin_imports_a_process_fixes_it_and_binds_its_role_to_a_new_group(n
     page.locator("textarea[name=text]").fill(good)
     page.get_by_role("button", name="Import").click()
     page.locator("svg.process-map").wait_for()
-    assert page.locator('svg.process-map [data-step="editor_review"]').is_visible()
+    expect(page.locator('svg.process-map [data-step="editor_review"]')).to_be_visible()
 
     # A new group's name that is taken is refused; a free one is created and bound.
     page.get_by_label("editor", exact=True).select_option(label="New group…")
@@ -54,7 +56,7 @@ def test_an_admin_imports_a_process_fixes_it_and_binds_its_role_to_a_new_group(n
     page.get_by_role("button", name="Save bindings").click()
     page.get_by_text("Role bindings saved.").wait_for()
     blog_editors = Group.objects.get(organization=org, name="blog editors")
-    assert page.get_by_label("editor", exact=True).input_value() == str(blog_editors.pk)
+    expect(page.get_by_label("editor", exact=True)).to_have_value(str(blog_editors.pk))
     screenshot(page, f"admin-draft-bound-{width}")
     assert overflow(page) <= 0
 

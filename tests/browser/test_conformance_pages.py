@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import expect
+
 from runs.tools import call_tool
 from tests.browser.conftest import screenshot, sign_in, wait_path
 
@@ -53,7 +55,7 @@ def test_supplier_rfp_through_the_pages(publish, agent, make_person, new_page, t
     page.get_by_role("button", name="Start run").click()
     page.wait_for_url(re.compile(r".*/runs/r_\d+/$"))
     run_id = run_id_of(page)
-    assert page.get_by_text(f"Started run {run_id} of supplier-rfp").is_visible()
+    expect(page.get_by_text(f"Started run {run_id} of supplier-rfp")).to_be_visible()
 
     def collect_quotes(first_time: bool):
         open_work(page, "Collect quotes")
@@ -78,8 +80,8 @@ def test_supplier_rfp_through_the_pages(publish, agent, make_person, new_page, t
     reviewer = new_page()
     sign_in(reviewer, manager)
     open_work(reviewer, "Select")
-    assert reviewer.get_by_text("Contoso is cheapest; all meet the spec.").is_visible()
-    assert reviewer.get_by_role("link", name="quote-fabrikam.pdf").is_visible()
+    expect(reviewer.get_by_text("Contoso is cheapest; all meet the spec.")).to_be_visible()
+    expect(reviewer.get_by_role("link", name="quote-fabrikam.pdf")).to_be_visible()
     reviewer.get_by_label("Reject with a note").fill("Fabrikam's quote has no validity date; get a new one.")
     reviewer.get_by_role("button", name="Reject").click()
     wait_path(reviewer, "/inbox/")
@@ -93,7 +95,7 @@ def test_supplier_rfp_through_the_pages(publish, agent, make_person, new_page, t
                evidence=[{"kind": "link", "ref": "https://sourcing.example.com/records/SRC-8812"}])
 
     page.goto(f"/runs/{run_id}/")
-    assert page.get_by_text("Ended with outcome “Selected”").is_visible()
+    expect(page.get_by_text("Ended with outcome “Selected”")).to_be_visible()
     view = call_tool(buyer, "get_run", {"runId": run_id})
     assert view["run"]["state"] == "ended" and view["run"]["outcome"] == "selected"
     quotes = view["data"]["steps"]["collect_quotes"]
@@ -149,8 +151,8 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     approver = new_page()
     sign_in(approver, manager)
     open_work(approver, "Manager review")
-    assert approver.get_by_text("Client visit in Rotterdam: taxi and lunch.").is_visible()
-    assert approver.get_by_role("link", name="taxi-receipt.pdf").is_visible()
+    expect(approver.get_by_text("Client visit in Rotterdam: taxi and lunch.")).to_be_visible()
+    expect(approver.get_by_role("link", name="taxi-receipt.pdf")).to_be_visible()
     screenshot(approver, "item-expense-approval")
     approver.get_by_role("button", name="Approve").click()
     wait_path(approver, "/inbox/")
@@ -165,7 +167,7 @@ def test_expense_reimbursement_through_the_pages(publish, agent, make_person, ne
     wait_path(clerk, "/inbox/")
 
     clerk.goto(f"/runs/{run_id}/")
-    assert clerk.get_by_text("Ended with outcome “Reimbursed”").is_visible()
+    expect(clerk.get_by_text("Ended with outcome “Reimbursed”")).to_be_visible()
     view = call_tool(employee, "get_run", {"runId": run_id})
     assert view["run"]["outcome"] == "reimbursed"
     steps = view["data"]["steps"]

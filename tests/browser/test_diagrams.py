@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot, sign_in, wait_for_diagrams
 from tests.work.conftest import open_item
@@ -67,10 +68,11 @@ def test_mermaid_blocks_are_drawn_on_the_item_run_and_start_pages(tmp_path, agen
         page.goto(url)
         wait_for_diagrams(page)
         blocks = page.locator("pre.mermaid")
-        assert blocks.locator("svg").count() == drawn, url
+        expect(blocks.locator("svg"), url).to_have_count(drawn)
         # The block that does not parse keeps its source, readable, instead of an error picture.
         broken = blocks.filter(has_text="this is not")
-        assert broken.count() == 1 and broken.locator("svg").count() == 0, url
+        expect(broken, url).to_have_count(1)
+        expect(broken.locator("svg"), url).to_have_count(0)
     screenshot(page, "diagram-start-1280")
     assert any(u.endswith("/static/vendor/mermaid/mermaid.min.js") for u in fetched)
     # A page without a diagram does not fetch Mermaid at all.
@@ -90,7 +92,7 @@ def test_the_drawn_diagram_shows_the_authors_labels(tmp_path, agent, make_person
     wait_for_diagrams(page)
     diagram = page.locator("pre.mermaid svg").first
     for label in ("Agent drafts", "Reviewer approves?", "Published"):
-        assert diagram.get_by_text(label).count() == 1, label
+        expect(diagram.get_by_text(label), label).to_have_count(1)
     box = diagram.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     screenshot(page, "diagram-start-390")
@@ -105,8 +107,8 @@ def test_without_script_a_diagram_reads_as_its_source(tmp_path, chromium, site, 
         sign_in(page, reviewer)
         page.goto("/processes/diagrammed/")
         first = page.locator("pre.mermaid").first
-        assert "draft[Agent drafts] --> review{Reviewer approves?}" in first.inner_text()
-        assert page.locator("pre.mermaid svg").count() == 0
+        expect(first).to_contain_text("draft[Agent drafts] --> review{Reviewer approves?}")
+        expect(page.locator("pre.mermaid svg")).to_have_count(0)
     finally:
         context.close()
 

@@ -7,6 +7,7 @@ import datetime as dt
 import re
 
 from django.db.models import F
+from playwright.sync_api import expect
 
 from runs.models import RunStep
 from runs.tools import call_tool
@@ -56,26 +57,27 @@ def test_an_operator_reads_the_live_map_and_opens_the_runs_at_a_step(publish, ag
     sign_in(page, ops)
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").click()
     wait_path(page, "/operations/")
-    assert page.get_by_role("link", name="1 step past due now").is_visible()
+    expect(page.get_by_role("link", name="1 step past due now")).to_be_visible()
     screenshot(page, "operations-1280")
     page.get_by_role("link", name="Live map").first.click()
     wait_path(page, "/operations/purchase/")
     drawing = page.locator("svg.process-map")
     for words in ("3 passed", "1 sent back", "1 with a person", "1 overdue", "1 failed", "1 ended here"):
-        assert drawing.get_by_text(words, exact=True).first.is_visible(), words
+        expect(drawing.get_by_text(words, exact=True).first, words).to_be_visible()
     # Request took 0 (the failed one), 1, 2 and 4 hours; Approve 3 and 5 (the loop).
-    assert drawing.get_by_text("median 1h 30m · p90 3h 24m", exact=True).is_visible()
-    assert drawing.get_by_text("median 4h · p90 4h 48m", exact=True).is_visible()
+    expect(drawing.get_by_text("median 1h 30m · p90 3h 24m", exact=True)).to_be_visible()
+    expect(drawing.get_by_text("median 4h · p90 4h 48m", exact=True)).to_be_visible()
     screenshot(page, "live-map-1280")
 
     # The approval step is a link with a name that says what is there; the keyboard reaches and opens it.
     approve = page.get_by_role("link", name=re.compile(r"^Approve: 1 with a person; 1 overdue"))
     approve.focus()
-    assert page.evaluate("document.activeElement.getAttribute('class')") == "map-link"
+    expect(approve).to_be_focused()
+    expect(approve).to_have_class("map-link")
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(r"step=approve"))
     listed = page.locator("#at-step-section")
-    assert listed.get_by_role("heading", name="Runs at Approve now").is_visible()
+    expect(listed.get_by_role("heading", name="Runs at Approve now")).to_be_visible()
     late = runs["late"]["run"]["id"]
     listed.get_by_role("link", name=late).click()
     wait_path(page, f"/runs/{late}/")
@@ -96,8 +98,8 @@ def test_the_operators_pages_fit_a_phone(publish, agent, make_person, new_page):
         assert sideways(phone) <= 0, f"{path} is {sideways(phone)}px wider than the phone"
         screenshot(phone, name)
     # The failed list tells why, with each run's note.
-    assert phone.get_by_text("The vendor went out of business.").is_visible()
-    assert phone.get_by_text("Bought elsewhere.").is_visible()
+    expect(phone.get_by_text("The vendor went out of business.")).to_be_visible()
+    expect(phone.get_by_text("Bought elsewhere.")).to_be_visible()
     phone.get_by_role("link", name=runs["failed"]["run"]["id"]).click()
     wait_path(phone, f"/runs/{runs['failed']['run']['id']}/")
     desk = new_page()
@@ -111,7 +113,7 @@ def test_a_person_who_is_no_operator_is_turned_away(publish, make_person, new_pa
     buyer = people(make_person)["buyer"]
     page = new_page()
     sign_in(page, buyer)
-    assert page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations").count() == 0
+    expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Operations")).to_have_count(0)
     response = page.goto("/operations/")
     assert response.status == 403
-    assert page.get_by_text("Only the operators of your organization see these figures.").is_visible()
+    expect(page.get_by_text("Only the operators of your organization see these figures.")).to_be_visible()

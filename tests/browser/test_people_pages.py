@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from playwright.sync_api import expect
+
 from runs.tools import call_tool
 from tests.browser.conftest import screenshot, sign_in, wait_path
 from tests.work.conftest import PURCHASE, complete_request, decide, open_item
@@ -36,7 +38,7 @@ def test_sign_in_with_the_keyboard(publish, make_person, new_page):
     page.keyboard.type(f"pw-{buyer.email}")
     page.keyboard.press("Enter")
     wait_path(page, "/inbox/")
-    assert page.get_by_role("heading", name="Your inbox").is_visible()
+    expect(page.get_by_role("heading", name="Your inbox")).to_be_visible()
 
 
 def test_find_the_item_in_the_inbox_and_approve(publish, agent, make_person, new_page):
@@ -47,10 +49,10 @@ def test_find_the_item_in_the_inbox_and_approve(publish, agent, make_person, new
     sign_in(page, team["manager"])
     page.get_by_role("link", name="Approve").first.click()
     wait_path(page, f"/inbox/{open_item(view)['id']}/")
-    assert page.get_by_text("Acme Supplies").is_visible()
+    expect(page.get_by_text("Acme Supplies")).to_be_visible()
     page.get_by_role("button", name="Approve").click()
     wait_path(page, "/inbox/")
-    assert page.get_by_text("Approved “Approve” in purchase").is_visible()
+    expect(page.get_by_text("Approved “Approve” in purchase")).to_be_visible()
     after = call_tool(team["manager"], "get_run", {"runId": view["run"]["id"]})
     assert after["data"]["steps"]["approve"]["decision"] == "approved"
     assert after["data"]["steps"]["approve"]["by"] == team["manager"].ref
@@ -69,10 +71,10 @@ def test_reject_with_a_note_and_see_the_rework_arrive(publish, agent, make_perso
     buyer = new_page()
     sign_in(buyer, team["buyer"])
     buyer.get_by_role("link", name="Request").first.click()
-    assert buyer.get_by_text("The quote expired last week; attach a current one.").first.is_visible()
-    assert buyer.get_by_text("Sent back: Approve was rejected by manager@example.com").is_visible()
+    expect(buyer.get_by_text("The quote expired last week; attach a current one.").first).to_be_visible()
+    expect(buyer.get_by_text("Sent back: Approve was rejected by manager@example.com")).to_be_visible()
     # The rework form starts from the earlier attempt.
-    assert buyer.locator('[name="output-vendor"]').input_value() == "Acme Supplies"
+    expect(buyer.locator('[name="output-vendor"]')).to_have_value("Acme Supplies")
 
 
 def test_complete_a_task_with_typed_output_and_an_uploaded_file(publish, agent, make_person, new_page, tmp_path):
@@ -130,10 +132,10 @@ def test_a_stale_snapshot_keeps_the_typed_note_and_says_what_changed(publish, ag
     decide(lawyer, open_item(view, "legal"), "completed", output={"acceptable": True, "remarks": "Terms fine."})
     page.get_by_role("button", name="Reject").click()
     alert = page.get_by_role("alert").first
-    assert "The run changed while you were deciding" in alert.inner_text()
-    assert "Legal was completed by lawyer@example.com" in alert.inner_text()
-    assert page.get_by_label("Reject with a note").input_value() == "The cost is above plan."
-    assert page.get_by_text("Terms fine.").is_visible()
+    expect(alert).to_contain_text("The run changed while you were deciding")
+    expect(alert).to_contain_text("Legal was completed by lawyer@example.com")
+    expect(page.get_by_label("Reject with a note")).to_have_value("The cost is above plan.")
+    expect(page.get_by_text("Terms fine.")).to_be_visible()
     screenshot(page, "item-stale")
     page.get_by_role("button", name="Reject").click()
     wait_path(page, "/inbox/")
@@ -153,10 +155,11 @@ def test_a_colleague_deciding_first_is_named(publish, agent, make_person, new_pa
     theirs.get_by_role("button", name="Approve").click()
     wait_path(theirs, "/inbox/")
     mine.get_by_role("button", name="Approve").click()
-    assert "Someone else decided this first" in mine.get_by_role("alert").first.inner_text()
-    closed = mine.locator("#closed").locator("..").inner_text()
-    assert "Already decided" in closed and "colleague@example.com" in closed
-    assert mine.get_by_role("button", name="Approve").count() == 0
+    expect(mine.get_by_role("alert").first).to_contain_text("Someone else decided this first")
+    closed = mine.locator("#closed").locator("..")
+    expect(closed).to_contain_text("Already decided")
+    expect(closed).to_contain_text("colleague@example.com")
+    expect(mine.get_by_role("button", name="Approve")).to_have_count(0)
 
 
 def test_the_item_page_fits_a_phone(publish, agent, make_person, new_page):
@@ -168,7 +171,7 @@ def test_the_item_page_fits_a_phone(publish, agent, make_person, new_page):
     phone.goto(f"/inbox/{open_item(view)['id']}/")
     overflow = phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page is {overflow}px wider than the phone"
-    assert phone.get_by_role("button", name="Complete task").is_visible()
+    expect(phone.get_by_role("button", name="Complete task")).to_be_visible()
     screenshot(phone, "item-phone")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import expect
+
 from accounts.models import User
 from runs.models import Run
 from runs.tools import call_tool
@@ -53,28 +55,31 @@ def test_a_list_filled_line_by_line_with_a_person_picked(publish, make_person, n
     # the picker searches by name: "mona" finds the manager, not the other members
     box = page.get_by_role("combobox", name=re.compile("^Manager"))
     box.fill("mona")
-    assert page.locator(".picker [role=option]").all_inner_texts() == ["Mona Reyes\nmanager@example.com"]
+    expect(page.locator(".picker [role=option]")).to_have_text(["Mona Reyes\nmanager@example.com"], use_inner_text=True)
     screenshot(page, "start-form-picker")
     page.locator(".picker").get_by_role("option", name=re.compile("Mona Reyes")).click()
-    assert box.input_value() == "manager@example.com"
+    expect(box).to_have_value("manager@example.com")
     first = lines(page).nth(0)
     first.get_by_label("merchant", exact=True).fill("Cafe Luna")
     first.get_by_label("amount", exact=True).fill("12.50")
     for merchant, amount in (("Wrong line", "1"), ("Taxi", "30")):
         page.get_by_role("button", name="Add a line to Lines").click()
         line = lines(page).last
-        assert line.get_by_label("merchant", exact=True).evaluate("e => e === document.activeElement")
+        expect(line.get_by_label("merchant", exact=True)).to_be_focused()
         line.get_by_label("merchant", exact=True).fill(merchant)
         line.get_by_label("amount", exact=True).fill(amount)
     lines(page).nth(1).get_by_role("button", name="Remove line 2 of Lines").click()
-    assert lines(page).count() == 2 and lines(page).nth(1).locator(".line-title").inner_text() == "Line 2"
+    expect(lines(page)).to_have_count(2)
+    expect(lines(page).nth(1).locator(".line-title")).to_have_text("Line 2")
     screenshot(page, "start-form-lines")
     page.get_by_role("button", name="Start run", exact=True).click()
     page.wait_for_url(re.compile(r"/runs/r_"))
-    assert page.get_by_text("Started run").is_visible()
+    expect(page.get_by_text("Started run")).to_be_visible()
     inputs = page.locator("dl.data").first
-    assert inputs.get_by_role("cell", name="Cafe Luna").is_visible() and inputs.get_by_role("cell", name="Taxi").is_visible()
-    assert inputs.get_by_role("cell", name="12.5").is_visible() and not inputs.get_by_text("Wrong line").count()
+    expect(inputs.get_by_role("cell", name="Cafe Luna")).to_be_visible()
+    expect(inputs.get_by_role("cell", name="Taxi")).to_be_visible()
+    expect(inputs.get_by_role("cell", name="12.5")).to_be_visible()
+    expect(inputs.get_by_text("Wrong line")).to_have_count(0)
     run = Run.objects.get()
     assert run.data["inputs"]["lines"] == [{"merchant": "Cafe Luna", "amount": 12.5}, {"merchant": "Taxi", "amount": 30}]
     assert run.data["inputs"]["manager"] == "manager@example.com"
@@ -93,9 +98,9 @@ def test_the_start_form_refuses_an_unknown_person_beside_the_field(publish, make
     page.get_by_role("button", name="Start run", exact=True).click()
     page.wait_for_load_state()
     field = page.locator("#field-inputs-manager")
-    assert field.locator(".field-error").inner_text() == "nobody@example.com is not a member of Default organization"
-    assert field.get_by_role("combobox").input_value() == "nobody@example.com"
-    assert lines(page).nth(0).get_by_label("merchant", exact=True).input_value() == "Cafe Luna"
+    expect(field.locator(".field-error")).to_have_text("nobody@example.com is not a member of Default organization")
+    expect(field.get_by_role("combobox")).to_have_value("nobody@example.com")
+    expect(lines(page).nth(0).get_by_label("merchant", exact=True)).to_have_value("Cafe Luna")
     assert not Run.objects.exists()
     # the summary's link takes the keyboard to the field
     page.get_by_role("link", name=re.compile("Manager: nobody@example.com")).click()
@@ -115,12 +120,14 @@ def test_lines_are_added_and_removed_without_javascript(publish, make_person, ch
         lines(page).nth(0).get_by_label("Field 1").fill("Cafe Luna")  # the name labels the cells once sent
         page.get_by_role("button", name="Add a line to Lines").click()
         page.wait_for_load_state()
-        assert lines(page).count() == 2 and lines(page).nth(0).get_by_label("merchant", exact=True).input_value() == "Cafe Luna"
+        expect(lines(page)).to_have_count(2)
+        expect(lines(page).nth(0).get_by_label("merchant", exact=True)).to_have_value("Cafe Luna")
         lines(page).nth(1).get_by_label("merchant", exact=True).fill("Taxi")
         lines(page).nth(0).get_by_role("button", name="Remove line 1 of Lines").click()
         page.wait_for_load_state()
-        assert lines(page).count() == 1 and lines(page).nth(0).get_by_label("merchant", exact=True).input_value() == "Taxi"
-        assert page.get_by_label("Field 1 name").input_value() == "merchant"
+        expect(lines(page)).to_have_count(1)
+        expect(lines(page).nth(0).get_by_label("merchant", exact=True)).to_have_value("Taxi")
+        expect(page.get_by_label("Field 1 name")).to_have_value("merchant")
         assert not Run.objects.exists()
     finally:
         context.close()
@@ -169,12 +176,11 @@ def test_a_refused_task_says_what_is_wrong_beside_each_input(publish, make_perso
     pick(page, "Buddy", "mark", "mark@example.com")
     page.get_by_role("combobox", name=re.compile("^Buddy")).fill("ghost@example.com")
     page.get_by_role("button", name="Complete task", exact=True).click()
-    page.wait_for_load_state()
-    assert receipts.locator(".field-error").all_inner_texts() == ["Field 1 needs a name"]
-    assert page.locator("#field-output-buddy .field-error").inner_text() == (
+    expect(receipts.locator(".field-error")).to_have_text(["Field 1 needs a name"])
+    expect(page.locator("#field-output-buddy .field-error")).to_have_text(
         "ghost@example.com is not a member of Default organization")
-    assert receipts.locator("ol.lines > li").nth(0).get_by_label("Field 1").input_value() == "Cafe Luna"
-    assert amounts.get_by_role("spinbutton", name="Amounts, line 1").input_value() == "12.5"
+    expect(receipts.locator("ol.lines > li").nth(0).get_by_label("Field 1")).to_have_value("Cafe Luna")
+    expect(amounts.get_by_role("spinbutton", name="Amounts, line 1")).to_have_value("12.5")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0
     screenshot(page, "task-form-refused-390")

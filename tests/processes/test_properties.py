@@ -10,14 +10,8 @@ from hypothesis import strategies as st
 from processes.hashing import content_hash
 from processes.management.commands.demo_data import find_fixtures
 from processes.parsing import ParseResult, parse_process
-from processes.validation import (
-    FIELD_TYPES,
-    KIND_KEYS,
-    QUESTION_KEYS,
-    STEP_KEYS,
-    TOP_LEVEL_KEYS,
-    validate_process,
-)
+from processes.spec import FIELD_TYPES, KIND_KEYS, QUESTION_KEYS, STEP_KEYS, TOP_LEVEL_KEYS
+from processes.validation import validate_process
 
 FIXTURES = find_fixtures()  # the repository's copy, or $AGENTPROCESS_FIXTURES
 FIXTURE_TEXTS = {path.name: (path / "PROCESS.md").read_text(encoding="utf-8") for path in FIXTURES.iterdir()}

@@ -7,12 +7,8 @@ import pytest
 
 from processes.management.commands.demo_data import find_fixtures
 from processes.parsing import parse_process
+from processes.spec import FIELD_TYPES, KIND_KEYS, NAME_PATTERN, STEP_ID_PATTERN, parse_duration
 from processes.validation import (
-    FIELD_TYPES,
-    KIND_KEYS,
-    NAME_PATTERN,
-    STEP_ID_PATTERN,
-    parse_duration,
     profiles_used,
     required_systems,
     role_names,
