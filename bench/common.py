@@ -92,7 +92,7 @@ class Server:
             "DATABASE_URL": url,
             "DEBUG": "0",
             "LOG_LEVEL": "WARNING",
-            "BENCH_FLOOR": "1",
+            "ROOT_URLCONF": "bench.urls",
             "PYTHONWARNINGS": "ignore",
             **(extra_env or {}),
         }

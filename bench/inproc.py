@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=sorted(SCENARIOS), help="profile this scenario afterwards")
     args = parser.parse_args()
 
-    os.environ["BENCH_FLOOR"] = "1"
+    os.environ["ROOT_URLCONF"] = "bench.urls"
     url = recreate_database("bench_inproc")
     setup_django(url)
     from django.core.handlers.wsgi import WSGIHandler

@@ -1,5 +1,3 @@
-import os
-
 from django.contrib import admin
 from django.urls import include, path
 
@@ -17,9 +15,3 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("work.urls")),
 ]
-
-if os.environ.get("BENCH_FLOOR"):
-    # The benchmark's floor endpoint (bench/agents.py); never mounted otherwise.
-    from bench.floor import FloorView
-
-    urlpatterns.insert(0, path("bench/floor", FloorView.as_view()))

@@ -8,7 +8,8 @@ from hypothesis import settings as hypothesis_settings
 
 from accounts.models import DEFAULT_ORGANIZATION, Group, Membership, Organization, User
 from processes import parsing, publishing, validation
-from processes.management.commands.demo_data import CORE_FIXTURES, PROFILE_FIXTURES, find_fixtures
+from processes.demo import CORE_FIXTURES, PROFILE_FIXTURES
+from processes.management.commands.demo_data import find_fixtures
 
 FIXTURES_DIR = find_fixtures()
 

@@ -5,8 +5,8 @@ from django.core.management import call_command
 
 from accounts.identity import Identity
 from accounts.models import DEFAULT_ORGANIZATION, Organization, User
+from processes.demo import demo_agent
 from processes.demo.agent import sample
-from processes.management.commands.demo_agent import demo_agent
 from processes.management.commands.demo_data import find_fixtures
 from runs.tools import call_tool
 from tests.mcp import SCREENING, rid

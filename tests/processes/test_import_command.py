@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from accounts.models import Group, Membership, Organization, User
 from processes import hashing, parsing, validation
-from processes.management.commands.demo_data import CORE_FIXTURES
+from processes.demo import CORE_FIXTURES
 from processes.models import Draft, Process, ProcessVersion
 from tests.conftest import fixture_path
 

@@ -224,7 +224,7 @@ def test_a_group_created_meanwhile_refuses_the_binding_and_keeps_nothing(org, mo
         Group.objects.create(organization=organization, name="checkers")
         return problems
 
-    monkeypatch.setattr(publishing, "check_new_group_names", check_then_someone_creates)
+    monkeypatch.setattr(publishing.binding, "check_new_group_names", check_then_someone_creates)
     with pytest.raises(publishing.BindingError) as refused:
         publishing.bind_roles(draft=draft, bindings={}, new_groups={"approver": "approvers", "checker": "checkers"})
     assert refused.value.issues == ["role 'checker': a group named 'checkers' was created meanwhile; pick it from the list"]

@@ -3,7 +3,7 @@
 import pytest
 
 from processes.definition import definition_for
-from processes.management.commands.demo_data import CORE_FIXTURES
+from processes.demo import CORE_FIXTURES
 from tests.runs.conftest import ToolCaller, age, b64
 
 PERSON = "pat@example.com"

@@ -5,27 +5,8 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from accounts.models import DEFAULT_ORGANIZATION, Agent, Organization
-from accounts.oauth import create_agent, new_secret
-from processes.demo.agent import INTERVAL, DemoAgent
-from processes.management.commands.demo_data import CORE_FIXTURES, DEMO_PEOPLE
-
-DEMO_AGENT_NAME = "demo-agent"
-
-
-def demo_credentials(organization: Organization) -> tuple[str, str]:
-    """The demo agent's client id and a fresh secret (the old one, if any, stops working)."""
-    agent = Agent.objects.filter(organization=organization, name=DEMO_AGENT_NAME, for_user__isnull=True).first()
-    if agent is None:
-        _agent, client_id, secret = create_agent(organization=organization, name=DEMO_AGENT_NAME)
-        return client_id, secret
-    return agent.client_id, new_secret(agent)
-
-
-def demo_agent(base: str, *, pause: float) -> DemoAgent:
-    organization = Organization.objects.get(slug=DEFAULT_ORGANIZATION)
-    client_id, secret = demo_credentials(organization)
-    return DemoAgent(base, client_id, secret, processes=CORE_FIXTURES, person=DEMO_PEOPLE[0][0], pause=pause)
+from processes.demo import demo_agent
+from processes.demo.agent import INTERVAL
 
 
 class Command(BaseCommand):

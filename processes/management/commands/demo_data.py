@@ -9,24 +9,10 @@ from django.db import transaction
 
 from accounts.models import DEFAULT_ORGANIZATION, Group, Membership, Organization, User
 from processes import capabilities, parsing, publishing, validation
+from processes.demo import CORE_FIXTURES, DEMO_PEOPLE, PROFILE_FIXTURES
 
-# The ten fixtures that use the core only (conformance/README.md); the other two need profiles.
-CORE_FIXTURES = (
-    "blog-publication",
-    "contract-review",
-    "customer-offboarding",
-    "employee-onboarding",
-    "expense-reimbursement",
-    "incident-postmortem",
-    "invoice-approval",
-    "major-incident-response",
-    "supplier-rfp",
-    "support-escalation",
-)
-PROFILE_FIXTURES = ("major-incident", "vendor-check")
 PROFILE_OF = {"major-incident": "parallel-1", "vendor-check": "check-1"}
 DEMO_PASSWORD = "demo"
-DEMO_PEOPLE = (("demo@example.com", True), ("colleague@example.com", False))
 
 
 def fixture_dirs() -> list[Path]:
