@@ -229,7 +229,7 @@ def _bindings(txn: LoadedRun) -> dict[str, int]:
 
 def open_person_item(txn: LoadedRun, step: StepDef, row: RunStep) -> None:
     item = WorkItem(organization_id=txn.run.organization_id, run=txn.run, step=row, kind=step.kind, created_at=txn.now)
-    item._row = row
+    item.step_row = row
     person = step.person
     if person == "initiator":
         user = txn.run.initiator
@@ -263,7 +263,7 @@ def open_escalation_item(txn: LoadedRun, row: RunStep, escalation: dict) -> None
         escalation=escalation,
         created_at=txn.now,
     )
-    item._row = row
+    item.step_row = row
     txn.new_items.append(item)
     txn.open_items().append(item)
 
@@ -327,10 +327,10 @@ def close_items(txn: LoadedRun, row: RunStep, decision: str | None = None, by: s
 
 def item_step(txn: LoadedRun, item) -> RunStep:
     """Return the loaded step row a work item belongs to, without a query."""
-    row = getattr(item, "_row", None)
+    row = item.step_row
     if row is None:
         row = next(r for r in txn.steps.values() if r.pk == item.step_id)
-        item._row = row
+        item.step_row = row
     return row
 
 
@@ -455,7 +455,7 @@ def new_run(
         for step in definition.steps
     }
     txn = LoadedRun(run=run, definition=definition, steps=steps, now=now)
-    txn._items = []
+    txn.holds_no_items()
     reach(txn, definition.first.id)
     drain(txn)
     return txn

@@ -369,6 +369,10 @@ class WorkItem(Stateful):
     )
     taken_at = models.DateTimeField(null=True, blank=True)
 
+    # Not a column: the RunStep a write loaded this item with, so the engine and the run view reach
+    # it without a query (a new run's step has no primary key yet when its first item is made).
+    step_row = None
+
     class Meta:
         db_table = "work_workitem"  # its table since before it moved here from work
         ordering = ["created_at", "id"]

@@ -96,7 +96,7 @@ def run_view(run: Run, definition: Definition, rows: list[RunStep], items: list)
         "data": data_with_urls(run.data),
         "steps": [step_entry(row) for row in ordered],
         "workItems": [
-            work_item(run, definition, item, getattr(item, "_row", None) or by_pk[item.step_id], snapshot)
+            work_item(run, definition, item, item.step_row or by_pk[item.step_id], snapshot)
             for item in sorted(items, key=lambda i: (i.created_at, i.pk or 0))
             if item.state == "open"
         ],

@@ -50,6 +50,10 @@ class LoadedRun:
             self._items = [sql.remember(item) for item in WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)]
         return self._items
 
+    def holds_no_items(self) -> None:
+        """Say that this run has no open work item (a new run, or no step that could hold one), sparing the query."""
+        self._items = []
+
     def loaded_items(self) -> list:
         """The work items this write read (and so may have changed); none when it read none."""
         return [item for item in (self._items or []) if item.pk is not None]
@@ -159,7 +163,7 @@ def load(
         lease_keys=lease_keys,
     )
     if not may_have_items(txn.steps.values()):
-        txn._items = []  # nothing to load: spare the query
+        txn.holds_no_items()
     return txn
 
 
