@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.urls import get_script_prefix
 from django.utils import timezone
 
-from accounts import connections
+from accounts import connections, token_memo
 from accounts.connections import API_SCOPE
 from accounts.identity import AGENT, Identity
 from accounts.models import Agent, Membership, Organization, User
@@ -197,7 +197,7 @@ def _token_sql() -> str:
     # `a` is an administrator's agent (its own client, no person); `c` the agent a person connected
     # through this client. At most one of the two is there, and each is found by a unique index.
     return (
-        f"SELECT t.client_id, t.data, t.scopes, {sql.columns(Agent, 'a')}, {sql.columns(Agent, 'c')}, "
+        f"SELECT t.client_id, t.data, t.scopes, t.expires_at, {sql.columns(Agent, 'a')}, {sql.columns(Agent, 'c')}, "
         f"{sql.columns(User, 'u')}, {sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
         f"FROM {quote(Token._meta.db_table)} t "
         f"LEFT JOIN {agents} a ON t.user_id IS NULL AND a.client_id = t.client_id "
@@ -234,7 +234,6 @@ def _connected_identity(client_id: str, agent: Agent | None, user: User, members
         return None  # revoked, or the person moved to another organization
     agent.organization = membership.organization
     agent.for_user = user
-    connections.note_use(agent)
     return Identity(
         organization=membership.organization, kind=AGENT, ref=agent.ref, user=user, agent=agent, via_client=True
     )
@@ -249,33 +248,50 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
     """
     if not raw_token:
         return None
-    # Every tool call starts here: one plain-SQL join from the token's hash to its caller and organization.
+    token_hash = get_adapter().hash_token(raw_token)
+    validated = token_memo.recall(token_hash)
+    if validated is None:
+        validated = _validate(token_hash)
+        if validated is None:
+            return None
+        token_memo.remember(token_hash, validated)
+    # `resource` is the URL being called: a token issued for named resources (RFC 8707) is good only
+    # where one of them is, or contains, that URL; a token that names none is good anywhere here.
+    if resource is not None and validated.resources:
+        if callable(resource):
+            resource = resource()
+        if not any(_covers(g, resource) for g in validated.resources):
+            return None
+    if not validated.scoped:
+        raise InsufficientScope()
+    connections.note_use(validated.identity.agent)
+    return validated.identity
+
+
+def _validate(token_hash: str) -> token_memo.Validated | None:
+    """Look the token up with its caller and organization (one plain-SQL join); None when it cannot call."""
+    now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute(
-            _token_sql(), [Token.Type.ACCESS_TOKEN, get_adapter().hash_token(raw_token), timezone.now()]
-        )
+        cursor.execute(_token_sql(), [Token.Type.ACCESS_TOKEN, token_hash, now])
         row = cursor.fetchone()
     if row is None or row[0] is None:
         return None
-    # `resource` is the URL being called: a token issued for named resources (RFC 8707) is good only
-    # where one of them is, or contains, that URL; a token that names none is good anywhere here.
-    granted = Token(data=sql.field_value(Token, "data", row[1])).get_resources()
-    if resource is not None and granted:
-        if callable(resource):
-            resource = resource()
-        if not any(_covers(g, resource) for g in granted):
-            return None
-    agent, connected, user, membership, organization = _split(row[3:], Agent, Agent, User, Membership, Organization)
+    agent, connected, user, membership, organization = _split(row[4:], Agent, Agent, User, Membership, Organization)
     if user is not None:
         if membership is not None:
             membership.organization = organization
         identity = _connected_identity(row[0], connected, user, membership)
     elif agent is not None and agent.is_active:
         agent.organization = organization
-        connections.note_use(agent)
         identity = Identity.for_agent(agent)
     else:
         return None
-    if identity is not None and API_SCOPE not in Token(scopes=row[2]).get_scopes():
-        raise InsufficientScope()
-    return identity
+    if identity is None:
+        return None
+    expires_at = sql.field_value(Token, "expires_at", row[3])
+    return token_memo.Validated(
+        identity=identity,
+        resources=tuple(Token(data=sql.field_value(Token, "data", row[1])).get_resources()),
+        scoped=API_SCOPE in Token(scopes=row[2]).get_scopes(),
+        seconds_left=None if expires_at is None else (expires_at - now).total_seconds(),
+    )

@@ -215,6 +215,9 @@ def development_oidc_key(path: Path) -> str:
 IDP_OIDC_PRIVATE_KEY = os.environ.get("IDP_OIDC_PRIVATE_KEY", "").replace("\\n", "\n") or development_oidc_key(
     VAR_DIR / "oidc-private-key.pem"
 )
+# A validated access token is remembered this many seconds per process (0: never); whatever ends a token
+# takes effect in every other process within this bound (accounts/token_memo.py).
+TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 5)
 IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
 # Opaque tokens are checked with one indexed lookup of their hash, and revoking one takes effect at once.
 IDP_OIDC_ACCESS_TOKEN_FORMAT = "opaque"

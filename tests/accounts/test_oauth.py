@@ -17,6 +17,7 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.crypto import get_random_string
 
+from accounts import token_memo
 from accounts.models import Agent, Membership, Organization, User
 from accounts.oauth import API_SCOPE, create_agent, identity_for_token, protected_resource_metadata_url
 from config.settings import development_oidc_key
@@ -205,6 +206,7 @@ def test_expired_token_is_401(client, org_a):
     token = get_token(client, client_id, secret)
     assert client.get(WHOAMI, **bearer(token)).status_code == 200
     Token.objects.filter(client_id=client_id).update(expires_at=timezone.now() - timedelta(seconds=1))
+    token_memo.forget_all()  # as TOKEN_CACHE_SECONDS passing would (tests/accounts/test_token_memo.py)
     response = client.get(WHOAMI, **bearer(token))
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Bearer")
@@ -233,6 +235,7 @@ def test_inactive_agent_is_401(client, org_a):
     agent, client_id, secret = create_agent(organization=org_a, name="bot")
     token = get_token(client, client_id, secret)
     Agent.objects.filter(pk=agent.pk).update(is_active=False)
+    token_memo.forget_all()  # as TOKEN_CACHE_SECONDS passing would (tests/accounts/test_token_memo.py)
     assert client.get(WHOAMI, **bearer(token)).status_code == 401
 
 
@@ -260,14 +263,19 @@ def test_agent_of_org_b_never_resolves_to_org_a(client, org_a, org_b):
 def test_identity_for_token_is_one_query_for_an_agent(client, org_a, django_assert_num_queries):
     agent, client_id, secret = create_agent(organization=org_a, name="bot")
     token = get_token(client, client_id, secret)
-    # The first call records when the agent was last used; calls within the next minute only read.
+    # The first call records when the agent was last used; calls within the next minute only read,
+    # and while this process remembers the token (TOKEN_CACHE_SECONDS) not even that.
     with django_assert_num_queries(2):
         identity_for_token(token)
     agent.refresh_from_db()
     assert agent.last_used_at is not None
+    with django_assert_num_queries(0):
+        assert identity_for_token(token).agent.pk == agent.pk
+    token_memo.forget_all()  # as TOKEN_CACHE_SECONDS passing would
     with django_assert_num_queries(1):
         identity = identity_for_token(token)
         assert identity.organization.slug == "org-a"
+    token_memo.forget_all()
     Agent.objects.filter(pk=agent.pk).update(last_used_at=agent.last_used_at - timedelta(minutes=2))
     with django_assert_num_queries(2):
         identity_for_token(token)
@@ -278,9 +286,12 @@ def test_identity_for_token_is_one_query_for_a_connected_agent(db, org_a, django
     Membership.objects.create(user=user, organization=org_a)
     token = mint_person_token(user)
     identity_for_token(token)  # records the connection and when it was last used
+    token_memo.forget_all()  # as TOKEN_CACHE_SECONDS passing would
     with django_assert_num_queries(1):
         identity = identity_for_token(token)
         assert identity.organization.slug == "org-a"
+    with django_assert_num_queries(0):
+        assert identity_for_token(token).user.pk == user.pk
 
 
 # --- resource indicators (RFC 8707) ---
