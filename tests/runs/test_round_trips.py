@@ -1,0 +1,142 @@
+"""How many round trips each tool costs PostgreSQL, counted on the wire, so they cannot creep back.
+
+A round trip is one exchange that ends with the server's ReadyForQuery: BEGIN and COMMIT count, a batch
+of statements sent as one query counts once. libpq's own protocol trace (psycopg's `PGconn.trace`) is
+read, so nothing of the server's code is trusted to count itself. The figures are in docs/deploy.md.
+"""
+
+import base64
+import os
+import tempfile
+
+import pytest
+from django.db import connection
+from psycopg import pq
+
+from tests.runs.conftest import rid
+
+pytestmark = pytest.mark.postgres
+
+FLOW = """---
+name: round-trips
+description: An agent works, waits for an event, a person approves.
+steps:
+  - id: work
+    agent: Work.
+    output:
+      n: number
+    evidence: [file]
+  - id: settle
+    wait_for: settled
+    next: check
+  - id: check
+    person: checkers
+    approve: Check.
+  - id: done
+    finish: ok
+---
+"""
+
+# The most each tool may cost, as measured (docs/deploy.md). A write is BEGIN, the run's lock with its
+# steps and requestId look, its batch of changes and COMMIT; some writes still read more in between (a
+# decision's work items and the decider's groups, the people a notice goes to).
+BUDGET = {
+    "describe": 0,  # answered from what the process already knows
+    "list_processes": 2,
+    "start_run": 4,
+    "get_run": 3,
+    "get_work": 1,
+    "claim": 4,
+    "renew": 5,
+    "upload": 5,
+    "submit": 5,
+    "send_event": 7,
+    "decide": 6,
+    "escalate": 7,
+    "cancel": 5,
+    "list_runs": 2,
+}
+
+
+class Wire:
+    """Count the round trips of what runs inside, from libpq's trace of the connection."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __enter__(self):
+        connection.ensure_connection()
+        self.file = tempfile.TemporaryFile()
+        self.pgconn = connection.connection.pgconn
+        self.pgconn.trace(self.file.fileno())
+        self.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        return self
+
+    def __exit__(self, *exc):
+        self.pgconn.untrace()
+        self.file.seek(0)
+        lines = self.file.read().decode(errors="replace").splitlines()
+        self.file.close()
+        self.count = sum(1 for line in lines if line.startswith("B\t") and "\tReadyForQuery\t" in line)
+        self.sent = [line.split("\t", 3)[3][:160] for line in lines if line.startswith("F\t") and ("\tQuery\t" in line or "\tParse\t" in line)]
+
+
+def trips(call) -> int:
+    with Wire() as wire:
+        call()
+    if os.environ.get("SHOW_TRIPS"):
+        print("\n".join(wire.sent))
+    return wire.count
+
+
+def test_every_tool_stays_within_its_round_trips(publish, agent, person_caller):
+    if connection.vendor != "postgresql":
+        pytest.skip("round trips are counted on PostgreSQL's wire protocol (DATABASE_URL is not PostgreSQL)")
+    publish(FLOW)
+    checker = person_caller("c@example.com", groups=["checkers"])
+    operator = person_caller("op@example.com", operator=True)
+    measured = {}
+
+    def run_once(record: bool):
+        def measure(tool, call):
+            if record and os.environ.get("SHOW_TRIPS"):
+                print("---", tool)
+            count = trips(call)
+            if record:
+                measured[tool] = max(measured.get(tool, 0), count)
+
+        measure("describe", lambda: agent("describe"))
+        measure("list_processes", lambda: agent("list_processes"))
+        started = {}
+        measure("start_run", lambda: started.update(agent("start_run", process="round-trips", inputs={}, requestId=rid())))
+        run_id = started["run"]["id"]
+        measure("get_work", lambda: agent("get_work", limit=5))
+        claimed = {}
+        measure("claim", lambda: claimed.update(agent("claim", runId=run_id, stepId="work", requestId=rid())))
+        renewed = {}
+        measure("renew", lambda: renewed.update(agent("renew", token=claimed["token"], progress="p", requestId=rid())))
+        uploaded = {}
+        measure("upload", lambda: uploaded.update(agent(
+            "upload", fileName="a.txt", contentType="text/plain",
+            contentBase64=base64.b64encode(b"abc").decode(), requestId=rid())))
+        measure("submit", lambda: agent(
+            "submit", token=renewed["token"], output={"n": 1}, summary="s",
+            evidence=[{"kind": "file", "ref": uploaded["id"]}], requestId=rid()))
+        measure("send_event", lambda: agent("send_event", runId=run_id, name="settled", requestId=rid()))
+        measure("get_run", lambda: agent("get_run", runId=run_id))
+        [item] = agent("get_run", runId=run_id)["workItems"]
+        measure("decide", lambda: checker(
+            "decide", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"], decision="approved",
+            requestId=rid()))
+        other = agent("start_run", process="round-trips", inputs={}, requestId=rid())["run"]["id"]
+        token = agent("claim", runId=other, stepId="work", requestId=rid())["token"]
+        measure("escalate", lambda: agent("escalate", token=token, note="stuck", requestId=rid()))
+        measure("cancel", lambda: operator("cancel", runId=other, reason="r", requestId=rid()))
+        measure("list_runs", lambda: agent("list_runs", limit=5))
+
+    run_once(record=False)  # warm: a process keeps the published versions it has read
+    run_once(record=True)
+    print("round trips per tool", measured)
+    assert set(measured) == set(BUDGET)
+    over = {tool: (count, BUDGET[tool]) for tool, count in measured.items() if count > BUDGET[tool]}
+    assert not over, f"over budget (measured, budget): {over}"
