@@ -36,6 +36,7 @@ def redirect_uri_matches(uri: str, registered: Iterable[str]) -> bool:
 
     The one allowance is RFC 8252 §7.3's: a registered `http` URI on a loopback address (127.0.0.1, [::1],
     localhost) matches the same URI on any port, since a native client listens on whatever port is free.
+    (allauth's own check, which runs after this one, still holds `localhost` to its registered port.)
     """
     registered = list(registered)
     if uri in registered:
