@@ -116,11 +116,39 @@ def test_a_refused_refresh_spends_nothing(client, alice):
 def test_spent_refresh_tokens_are_forgotten_once_they_would_have_expired(client, alice):
     client_id = register(client)[1]["client_id"]
     first = connect(client, alice, client_id)
+    expires_at = Token.objects.lookup(Token.Type.REFRESH_TOKEN, first["refresh_token"]).expires_at
     assert refresh(client, client_id, first["refresh_token"]).status_code == 200
     spent = SpentRefreshToken.objects.get()
-    assert grants.forget_spent_refresh_tokens(now=spent.forget_after - timedelta(seconds=1)) == 0
-    assert grants.forget_spent_refresh_tokens(now=spent.forget_after + timedelta(seconds=1)) == 1
-    assert spent.forget_after > timezone.now() + timedelta(days=29)  # REFRESH_TOKEN_SECONDS, 30 days
+    assert spent.forget_after == expires_at
+    assert grants.forget_spent_refresh_tokens(now=expires_at - timedelta(seconds=1)) == 0
+    assert grants.forget_spent_refresh_tokens(now=expires_at + timedelta(seconds=1)) == 1
+
+
+@pytest.mark.django_db
+def test_a_refresh_token_that_never_expires_is_remembered_for_a_while(client, alice, settings):
+    settings.IDP_OIDC_REFRESH_TOKEN_EXPIRES_IN = None
+    client_id = register(client)[1]["client_id"]
+    first = connect(client, alice, client_id)
+    assert refresh(client, client_id, first["refresh_token"]).status_code == 200
+    spent = SpentRefreshToken.objects.get()
+    assert spent.forget_after == spent.spent_at + grants.NEVER_EXPIRING_KEPT
+
+
+@pytest.mark.django_db
+def test_a_replayed_token_from_before_grant_ids_revokes_all_the_client_holds_for_the_person(client, alice):
+    client_id = register(client)[1]["client_id"]
+    tokens = connect(client, alice, client_id)
+    # A refresh token stored without allauth's grant id, as one issued before it kept them.
+    legacy = "legacy-" + tokens["refresh_token"]
+    old = Token(type=Token.Type.REFRESH_TOKEN, client_id=client_id, user=alice, scopes="agentprocess",
+                expires_at=timezone.now() + timedelta(days=1))
+    old.set_value(legacy)
+    old.save()
+    assert refresh(client, client_id, legacy).status_code == 200
+    assert SpentRefreshToken.objects.get().grant_id == ""
+    assert refresh(client, client_id, legacy).status_code == 400
+    assert calls_mcp(client, tokens["access_token"]) == 401
+    assert not Token.objects.filter(client_id=client_id, user=alice).exclude(type=Token.Type.AUTHORIZATION_CODE).exists()
 
 
 @pytest.mark.postgres
@@ -155,3 +183,15 @@ def test_two_exchanges_of_one_refresh_token_at_once_leave_no_token_standing(alic
     [issued] = [a.json() for a in answers if a.status_code == 200]
     assert calls_mcp(client, issued["access_token"]) == 401
     assert not Token.objects.filter(type__in=[Token.Type.ACCESS_TOKEN, Token.Type.REFRESH_TOKEN]).exists()
+
+
+@pytest.mark.django_db
+def test_the_timer_sweep_forgets_spent_refresh_tokens_past_their_time(alice):
+    from runs import timers
+
+    now = timezone.now()
+    for name, forget_after in (("old", now - timedelta(seconds=1)), ("young", now + timedelta(days=1))):
+        SpentRefreshToken.objects.create(hash=name, client_id="c", user=alice, grant_id="g", spent_at=now,
+                                         forget_after=forget_after)
+    timers.sweep()
+    assert list(SpentRefreshToken.objects.values_list("hash", flat=True)) == ["young"]
