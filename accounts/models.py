@@ -160,3 +160,24 @@ class Agent(models.Model):
     def is_connected(self) -> bool:
         """Tell whether a person connected this agent (it acts for them) rather than an administrator."""
         return self.for_user_id is not None
+
+
+class SpentRefreshToken(models.Model):
+    """A refresh token already exchanged, by its hash: should it come back, its grant has leaked.
+
+    allauth deletes a refresh token once it is exchanged, so only this row remembers which grant it
+    belonged to (RFC 9700 §4.14.2: a replayed refresh token revokes the grant). The raw token is never
+    stored, only the hash allauth's adapter makes of it.
+    """
+
+    hash = models.CharField(max_length=255, primary_key=True)
+    # allauth's client and grant ids (strings, so these migrations need not follow allauth's).
+    client_id = models.CharField(max_length=100)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
+    grant_id = models.CharField(max_length=64, blank=True, help_text="empty when the token named no grant")
+    spent_at = models.DateTimeField()
+    # Kept until then: when the spent token would itself have expired.
+    forget_after = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"refresh token of client {self.client_id} spent at {self.spent_at:%Y-%m-%d %H:%M}"

@@ -29,6 +29,8 @@ urlpatterns = [
     path("identity/o/api/token", views.token, name="token"),
     path("identity/o/api/device/code", views.device_code, name="device-code"),
     path("identity/o/api/revoke", views.revoke, name="revoke"),
+    # allauth's RP-initiated logout, sending the browser back only to an exactly registered address.
+    path("identity/o/logout", views.logout, name="oidc-logout"),
     # allauth's OpenID provider: /.well-known/openid-configuration, /.well-known/jwks.json, /identity/o/...
     path("", include("allauth.idp.urls")),
 ]

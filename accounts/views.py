@@ -10,16 +10,18 @@ from allauth.idp.oidc.models import Client
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
-from accounts import connections
+from accounts import connections, grants
 from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
+from accounts.redirects import post_logout_redirect_uri, redirect_uri_matches
 from base.storable import unstorable
 
 
@@ -103,7 +105,28 @@ def _token_request_checked(view):
     return checked
 
 
-token = _token_request_checked(oidc_views.token)
+@csrf_exempt
+@login_not_required
+def _token(request: HttpRequest) -> HttpResponse:
+    """allauth's token endpoint; a refresh token is exchanged once, and its replay revokes its grant."""
+    if request.method != "POST" or request.POST.get("grant_type") != "refresh_token":
+        return oidc_views.token(request)
+    raw = request.POST.get("refresh_token", "")
+    with transaction.atomic():
+        stored = grants.lock_refresh_token(raw)
+        replayed = stored is None and grants.end_replayed_grant(raw)
+        if not replayed:
+            response = oidc_views.token(request)
+            if stored is not None and response.status_code == 200:
+                grants.mark_spent(stored)
+    if replayed:
+        return _oauth_error(
+            "invalid_grant", "This refresh token was already used: every token of its grant is revoked.", 400
+        )
+    return response
+
+
+token = _token_request_checked(_token)
 device_code = _token_request_checked(oidc_views.device_code)
 revoke = _token_request_checked(oidc_views.revoke)
 
@@ -114,15 +137,26 @@ revoke = _token_request_checked(oidc_views.revoke)
 class ConsentView(oidc_views.AuthorizationView):
     """allauth's authorization endpoint, with a consent page that says who is asking and for what.
 
-    Only the page and what happens on consent are ours: allauth checks the client, the redirect URI
-    (exactly, but for a loopback port), PKCE (S256 only, required of public clients), the scopes and the
-    resource. On consent the client becomes an agent acting for this person (`connections.connect`).
+    The page, the redirect URI check and what happens on consent are ours: the redirect URI must be one
+    the client registered, exactly (`redirects.redirect_uri_matches`); allauth checks the client, PKCE
+    (S256 only, required of public clients), the scopes and the resource. On consent the client becomes
+    an agent acting for this person (`connections.connect`).
     """
 
     template_name = "accounts/authorize.html"
 
     def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        return self._member_only(request) or _error_status(super().get(request, *args, **kwargs))
+        if (refused := self._member_only(request)) is not None:
+            return refused
+        client_id, redirect_uri = request.GET.get("client_id"), request.GET.get("redirect_uri")
+        if not _redirect_allowed(_stored_client(client_id), redirect_uri):
+            return _unregistered_redirect(request)
+        response = _error_status(super().get(request, *args, **kwargs))
+        # allauth may just have fetched (or fetched anew) a client's metadata document: check against what
+        # it holds now. Such a client always asks for consent, so nothing went to its redirect URI yet.
+        if not _redirect_allowed(_stored_client(client_id), redirect_uri):
+            return _unregistered_redirect(request)
+        return response
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         return self._member_only(request) or _error_status(super().post(request, *args, **kwargs))
@@ -156,6 +190,25 @@ class ConsentView(oidc_views.AuthorizationView):
         return context
 
 
+def _stored_client(client_id: str | None) -> Client | None:
+    if not client_id or unstorable(client_id):
+        return None
+    return Client.objects.filter(id=client_id).first()
+
+
+def _redirect_allowed(client: Client | None, redirect_uri: str | None) -> bool:
+    """Tell whether an authorization request may go on: its redirect URI is one the client registered.
+
+    Without a client or a redirect URI there is nothing to send anywhere, and allauth refuses the request.
+    """
+    return client is None or redirect_uri is None or redirect_uri_matches(redirect_uri, client.get_redirect_uris())
+
+
+def _unregistered_redirect(request: HttpRequest) -> HttpResponse:
+    error = "The redirect address is not one this client registered, character for character."
+    return render(request, "idp/oidc/error.html", {"error": error}, status=400)
+
+
 def _error_status(response: HttpResponse) -> HttpResponse:
     """Give allauth's error page (an unknown client, a redirect URI it never registered) a 400 status.
 
@@ -173,6 +226,29 @@ def form_scopes(form) -> list[str]:
 
 
 authorize = ConsentView.as_view()
+
+
+@csrf_exempt
+@login_not_required
+@require_http_methods(["GET", "POST"])
+def logout(request: HttpRequest) -> HttpResponse:
+    """OpenID Connect RP-initiated logout: allauth's, sending the browser only where `redirects` allows.
+
+    A visitor who is not signed in sees the signed-out page and goes nowhere; a signed-in person is asked
+    by allauth, signed out, and sent back to the client only with a matching ID token and a registered
+    address, else to this server's own page.
+    """
+    if not request.user.is_authenticated:
+        return render(request, "accounts/signed_out.html")
+    params = request.GET if request.method == "GET" else request.POST
+    if params.get("post_logout_redirect_uri") and post_logout_redirect_uri(request, params) is None:
+        params = params.copy()
+        del params["post_logout_redirect_uri"]
+        if request.method == "GET":
+            request.GET = params
+        else:
+            request.POST = params
+    return oidc_views.logout(request)
 
 
 # --- the agents a person connected ------------------------------------------------------------------

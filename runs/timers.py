@@ -12,7 +12,7 @@ import threading
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
-from accounts import connections
+from accounts import connections, grants
 from base import metrics, sql
 
 from . import engine, notices, rollups
@@ -65,7 +65,7 @@ def catch_up(*, organization=None, limit: int = 100) -> int:
 
 def sweep(*, limit: int = 500) -> int:
     """Catch up every organization's due runs, count the passages of the day just over, send the email
-    still owed (daily digests too) and forget unused registrations.
+    still owed (daily digests too), forget unused registrations and expired spent refresh tokens.
 
     What Celery beat schedules.
     """
@@ -75,6 +75,7 @@ def sweep(*, limit: int = 500) -> int:
     notices.send_pending_email()
     notices.send_digests()
     connections.forget_unused_clients()
+    grants.forget_spent_refresh_tokens()
     return changed
 
 
