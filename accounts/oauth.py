@@ -22,7 +22,7 @@ from accounts import connections, token_memo
 from accounts.connections import API_SCOPE
 from accounts.identity import AGENT, Identity
 from accounts.models import Agent, Membership, Organization, User
-from base import sql
+from base import backend, sql
 
 MCP_PATH = "/mcp"
 
@@ -192,7 +192,7 @@ def _covers(granted: str, expected: str) -> bool:
 
 @functools.cache
 def _token_sql() -> str:
-    quote = connection.ops.quote_name
+    quote = backend.quote_name
     agents = quote(Agent._meta.db_table)
     # `a` is an administrator's agent (its own client, no person); `c` the agent a person connected
     # through this client. At most one of the two is there, and each is found by a unique index.

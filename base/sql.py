@@ -30,6 +30,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import fields as model_fields
 from psycopg import pq
 
+from base import backend
+
 
 class _Pending(threading.local):
     statements: list | None = None
@@ -71,9 +73,9 @@ def _batched(statements):
     raw = psycopg.ClientCursor(db.connection)
     if _utc(db):
         raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
-    cursor = db.make_debug_cursor(raw) if db.queries_logged else db.make_cursor(raw)
+    cursor = backend.wrapped_cursor(db, raw)
     try:
-        with db.wrap_database_errors:
+        with backend.database_errors(db):
             text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
         cursor.execute(text)
         yield cursor
@@ -127,7 +129,7 @@ def postgres() -> bool:
 @functools.cache
 def columns(model, alias: str) -> str:
     """The model's concrete columns, qualified by `alias`, in field order (what `build` expects)."""
-    quote = connection.ops.quote_name
+    quote = backend.quote_name
     return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
 
 
@@ -135,8 +137,7 @@ def columns(model, alias: str) -> str:
 def _converters(model) -> list:
     plan = []
     for field in model._meta.concrete_fields:
-        col = field.get_col(model._meta.db_table)
-        plan.append((col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
+        plan.append(backend.column_converters(field, model._meta.db_table, connection))
     return plan
 
 
@@ -178,7 +179,7 @@ def field_value(model, name: str, value):
 @functools.cache
 def _update_statement(model, names: tuple) -> tuple[str, list]:
     """The UPDATE of `names` by primary key, and each of those fields with `_passes(field)`."""
-    quote = connection.ops.quote_name
+    quote = backend.quote_name
     fields = [model._meta.get_field(name) for name in names]
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     statement = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
@@ -199,8 +200,8 @@ def update(model, pk, changes: dict) -> None:
 def _insert_values(obj, fields, db) -> list:
     for field, _kind in fields:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
-        if field.is_relation and getattr(obj, field.attname) is None and field.is_cached(obj):
-            related = field.get_cached_value(obj)
+        if field.is_relation and getattr(obj, field.attname) is None:
+            related = backend.cached_related(field, obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.attname, related.pk)
     return [_prep(field, kind, field.pre_save(obj, True), db) for field, kind in fields]
@@ -243,7 +244,7 @@ def _passes(field) -> type | None:
     which takes it with its offset; SQLite needs it turned to text.
     """
     if field.is_relation:
-        return _passes(field.target_field) if field.many_to_one or field.one_to_one else None
+        return _passes(backend.target_field(field)) if field.many_to_one or field.one_to_one else None
     kind = type(field)
     for python_type, field_types in _PLAIN_FIELDS.items():
         if kind in field_types:
@@ -261,7 +262,7 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
     One row per statement: a fixed text whose parsed placeholders the driver keeps, where a statement
     of many rows would be parsed anew each time; several go to PostgreSQL in one round trip anyway.
     """
-    quote = connection.ops.quote_name
+    quote = backend.quote_name
     fields = [f for f in model._meta.concrete_fields if with_key or not f.primary_key]
     statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
@@ -340,7 +341,7 @@ def fetch_many(statements) -> list[list[tuple]]:
 @functools.cache
 def select_text(model, where: str, suffix: str = "") -> str:
     """`SELECT <the model's columns> FROM <its table> t WHERE <where> <suffix>`, rows for `build`."""
-    return f"SELECT {columns(model, 't')} FROM {connection.ops.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
+    return f"SELECT {columns(model, 't')} FROM {backend.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
 
 
 def select_many(queries, *, raw=()) -> list[list]:

@@ -13,7 +13,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts import connections, grants
-from base import metrics, sql
+from base import backend, metrics, sql
 
 from . import engine, notices, rollups
 from .models import Run
@@ -37,7 +37,7 @@ def _catch_up_one(run_id: int) -> bool:
 
 def due_query(*, organization=None, limit: int = 100) -> tuple[str, list]:
     """The SELECT of the runs whose wake-up has passed, soonest first: for `catch_up_runs`."""
-    statement = f"SELECT id FROM {connection.ops.quote_name(Run._meta.db_table)} WHERE wake_at <= %s"
+    statement = f"SELECT id FROM {backend.quote_name(Run._meta.db_table)} WHERE wake_at <= %s"
     params: list = [timezone.now()]
     if organization is not None:
         statement += " AND organization_id = %s"

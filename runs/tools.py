@@ -19,7 +19,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from accounts.identity import Identity
-from base import metrics, sql
+from base import backend, metrics, sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.kinds import StepKind
@@ -205,7 +205,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     # Plain SQL on the steps alone (they carry their run's process, version and mode): every agent polls
     # this, and the ready-work index answers it in (organization, kind, state, ready_since, id).
     statement = (
-        f"SELECT {sql.columns(RunStep, 't')} FROM {connection.ops.quote_name(RunStep._meta.db_table)} t"
+        f"SELECT {sql.columns(RunStep, 't')} FROM {backend.quote_name(RunStep._meta.db_table)} t"
         " WHERE t.organization_id = %s AND t.kind = %s AND t.state = %s"
     )
     params: list = [identity.organization.pk, StepKind.AGENT, StepState.READY]
@@ -271,7 +271,7 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
 
 def _published_query(identity: Identity, name: str, number: int | None) -> tuple[str, list]:
     """The SELECT of the caller's published version of a process by name: the given number, else the newest."""
-    quote = connection.ops.quote_name
+    quote = backend.quote_name
     statement = (
         f"SELECT v.id FROM {quote(ProcessVersion._meta.db_table)} v JOIN {quote(Process._meta.db_table)} p"
         " ON p.id = v.process_id WHERE p.organization_id = %s AND p.name = %s"
@@ -286,7 +286,7 @@ def _published_query(identity: Identity, name: str, number: int | None) -> tuple
 def _storable_version(number: int) -> bool:
     """Whether a version number is within what the database stores; no version beyond it exists."""
     field = ProcessVersion._meta.get_field("number")
-    low, high = connection.ops.integer_field_range(field.get_internal_type())
+    low, high = backend.integer_range(field)
     return (low is None or number >= low) and (high is None or number <= high)
 
 
