@@ -22,6 +22,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Agent, User
+from base.names import name_problem
 from base.storable import printable, text_problem, unstorable
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
@@ -81,6 +82,8 @@ def registration_problems(client: Client, metadata: dict) -> list[str]:
     if set(client.get_response_types()) != {"code"}:
         problems.append('response_types must be ["code"]')
     problems += [p for p in map(redirect_uri_problem, client.get_redirect_uris()) if p]
+    if problem := name_problem(client.name):
+        problems.append(f"client_name {problem}")
     return problems
 
 
@@ -113,8 +116,11 @@ def metadata_host(client: Client) -> str | None:
 
 
 def display_name(client: Client) -> str:
-    """The name a client gave itself (unverified), else its metadata URL's host, else its id."""
-    return client.name or metadata_host(client) or client.id
+    """The name a client gave itself (unverified) when it is one people may read, else its metadata
+    URL's host, else its id."""
+    if client.name and name_problem(client.name) is None:
+        return client.name
+    return metadata_host(client) or client.id
 
 
 def logo_uri(client: Client) -> str | None:
@@ -186,6 +192,22 @@ def forget_unused_clients(now=None) -> int:
     return deleted
 
 
+def forget_unused_registrations(*, keep: int) -> int:
+    """Delete the oldest self-registered clients never used, past the newest `keep` of them; return how many.
+
+    Never used: no person connected it and it holds no token, not even an authorization code, so a client
+    in the middle of its first sign-in is not one of them.
+    """
+    connected = Agent.objects.filter(connected_client_id=OuterRef("id"))
+    tokens = Token.objects.filter(client_id=OuterRef("id"))
+    unused = Client.objects.filter(data__dcr=True).exclude(Exists(connected)).exclude(Exists(tokens))
+    surplus = list(unused.order_by("-created_at", "-id").values_list("id", flat=True)[keep:])
+    if not surplus:
+        return 0
+    Client.objects.filter(id__in=surplus).delete()
+    return len(surplus)
+
+
 def held_to_policy(sender, instance: Client, **kwargs) -> None:
     """Before a client from a metadata document is saved, keep only what a self-named client may have.
 
@@ -201,7 +223,7 @@ def held_to_policy(sender, instance: Client, **kwargs) -> None:
     instance.set_grant_types(grants or [Client.GrantType.AUTHORIZATION_CODE])
     instance.set_response_types(["code"])
     instance.set_redirect_uris([u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None])
-    if text_problem(instance.name):
+    if text_problem(instance.name) or name_problem(instance.name):
         instance.name = metadata_host(instance) or ""
     instance.data = {**instance.data, "client_metadata": {}} if unstorable(instance.data) else instance.data
     instance.set_scopes(client_scopes(instance.get_scopes()))

@@ -165,7 +165,7 @@ def test_loopback_and_https_redirects_may_register(client, uri):
 
 
 def test_registrations_are_rate_limited(client, settings):
-    settings.IDP_OIDC_RATE_LIMITS = {"client_registration": "2/m/ip"}
+    settings.ACCOUNT_RATE_LIMITS = {"oauth_client_registration": "2/m/ip"}
     assert [register(client)[0] for _ in range(3)] == [201, 201, 429]
 
 
