@@ -87,26 +87,78 @@ def registration_problems(client: Client, metadata: dict) -> list[str]:
     return problems
 
 
-def address_problem(url: str) -> str | None:
-    """Say why the server must not fetch url (a client's metadata document), or None when it may.
+# Addresses that carry an IPv4 address in their last 32 bits: the well-known NAT64 prefix (RFC 6052), and
+# the local-use one (RFC 8215), which is never global whatever it carries.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
-    The document's host must resolve only to public addresses: a client must not be able to make this
-    server read its own network (SSRF). OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES allows private and
-    loopback addresses, for development and tests.
+
+class AddressRefused(ValueError):
+    """A metadata document's address this server must not fetch from; the message says why."""
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries and reaches, if any.
+
+    IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, RFC 4291 §2.5.5.1), NAT64
+    (`64:ff9b::a.b.c.d`, RFC 6052) and 6to4 (`2002:aabb:ccdd::`, RFC 3056) addresses all lead to one.
+    """
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in NAT64 or (value >> 32 == 0 and value > 1):
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
+
+
+def ip_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Say why a metadata document may not be fetched from `address`, or None when it may."""
+    if not address.is_global or address.is_multicast or address in LOCAL_NAT64:
+        return f"a private or reserved address ({address})"
+    inner = embedded_ipv4(address) if address.version == 6 else None
+    if inner is not None and (not inner.is_global or inner.is_multicast):
+        return f"a private or reserved address ({address}, which leads to {inner})"
+    return None
+
+
+def checked_addresses(url: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Resolve the host of url (a client's metadata document) once; return the addresses it may be fetched from.
+
+    Every address the name resolves to must be public: a client must not be able to make this server read
+    its own network (SSRF). The fetch then connects to one of these, never resolving the name again, so a
+    name that answers differently the second time (DNS rebinding) changes nothing.
+    OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES allows private and loopback addresses, for development and
+    tests. Raises AddressRefused saying why not.
     """
     parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        return "the client_id must be an https URL"
-    if settings.OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES:
-        return None
     try:
-        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        host, port = parts.hostname, parts.port or 443
+    except ValueError:
+        raise AddressRefused("the client_id has a malformed port") from None
+    if parts.scheme != "https" or not host:
+        raise AddressRefused("the client_id must be an https URL")
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return f"{parts.hostname} does not resolve"
-    for *_, sockaddr in found:
-        address = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
-        if not address.is_global or address.is_multicast:
-            return f"{parts.hostname} resolves to a private or reserved address ({address})"
+        raise AddressRefused(f"{host} does not resolve") from None
+    addresses = list(dict.fromkeys(ipaddress.ip_address(sockaddr[0].split("%", 1)[0]) for *_, sockaddr in found))
+    if not addresses:
+        raise AddressRefused(f"{host} does not resolve")
+    if not settings.OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES:
+        for address in addresses:
+            if (problem := ip_problem(address)) is not None:
+                raise AddressRefused(f"{host} resolves to {problem}")
+    return addresses
+
+
+def address_problem(url: str) -> str | None:
+    """Say why the server must not fetch url (a client's metadata document), or None when it may."""
+    try:
+        checked_addresses(url)
+    except AddressRefused as refused:
+        return str(refused)
     return None
 
 

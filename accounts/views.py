@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
-from accounts import connections
+from accounts import connections, metadata_documents
 from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
@@ -87,6 +87,8 @@ def _token_request_checked(view):
     def checked(request: HttpRequest, *args, **kwargs):
         if request.method == "POST" and (problems := unstorable(dict(request.POST.items()))):
             return _oauth_error("invalid_request", "; ".join(problems), 400)
+        if request.method == "POST":
+            metadata_documents.refresh(request, request.POST.get("client_id") or _basic_client_id(request) or "")
         if request.method == "POST" and not request.POST.get("client_id"):
             client_id = _basic_client_id(request)
             if client_id is not None:
@@ -122,6 +124,7 @@ class ConsentView(oidc_views.AuthorizationView):
     template_name = "accounts/authorize.html"
 
     def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        metadata_documents.refresh(request, request.GET.get("client_id", ""))
         return self._member_only(request) or _error_status(super().get(request, *args, **kwargs))
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
