@@ -243,6 +243,9 @@ ACCOUNT_RATE_LIMITS = {
     "oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip"),
     "oauth_client_metadata_fetch": os.environ.get("OAUTH_CLIENT_METADATA_FETCH_RATE", "10/m/ip"),
 }
+# allauth's get_client_ip (its rate limits' address) reads X-Forwarded-For only through this many proxies:
+# behind one, every client would otherwise share the proxy's address and its limits.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if env_bool("BEHIND_PROXY", False) else 0)
 OAUTH_REGISTRATION_MAX_BYTES = env_int("OAUTH_REGISTRATION_MAX_BYTES", 16 * 1024)
 OAUTH_REGISTRATION_MAX_CHARS = env_int("OAUTH_REGISTRATION_MAX_CHARS", 2000)
 OAUTH_REGISTRATION_MAX_URIS = env_int("OAUTH_REGISTRATION_MAX_URIS", 10)
