@@ -8,7 +8,7 @@ connection goes to the address that was checked, with the name in the Host heade
 name (SNI), and the certificate verified against the name.
 
 The fetch keeps allauth's limits: one second, 2 KiB, no redirects, one fetch of a URL at a time, and a
-rate per address (OAUTH_CLIENT_METADATA_FETCH_RATE). A document is kept for
+rate per address (OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE). A document is kept for
 OAUTH_CLIENT_METADATA_CACHE_SECONDS; a failed fetch keeps the client stored before, if any.
 """
 
@@ -22,7 +22,7 @@ import time
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
-from allauth.core import ratelimit
+from allauth.account.adapter import get_adapter as get_account_adapter
 from allauth.idp.oidc.models import Client
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
@@ -33,11 +33,10 @@ from requests.adapters import HTTPAdapter
 
 from accounts import connections
 from accounts.registration import LIST_FIELDS, TEXT_FIELDS
+from base.storable import text_problem
 
 FETCH_SECONDS = 1
 MAX_BYTES = 2 * 1024
-# The rate limit's name in ACCOUNT_RATE_LIMITS, where allauth's rate limiter reads it.
-RATE_LIMIT_ACTION = "oauth_client_metadata_fetch"
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +81,22 @@ def check_client_id(client_id: str) -> None:
 
 
 def fetch(client_id: str) -> dict:
-    """Fetch the document at client_id from the address its host was checked to have; return its JSON."""
-    address = connections.checked_addresses(client_id)[0]
+    """Fetch the document at client_id from an address its host was checked to have; return its JSON.
+
+    The checked addresses are tried in turn until one takes the connection, as a client given several
+    addresses for a name does.
+    """
+    addresses = connections.checked_addresses(client_id)
+    for address in addresses[:-1]:
+        try:
+            return _fetch_from(address, client_id)
+        except requests.ConnectionError as exc:
+            if isinstance(exc, requests.exceptions.SSLError):
+                raise
+    return _fetch_from(addresses[-1], client_id)
+
+
+def _fetch_from(address: ipaddress.IPv4Address | ipaddress.IPv6Address, client_id: str) -> dict:
     parts = urlsplit(client_id)
     literal = f"[{address}]" if isinstance(address, ipaddress.IPv6Address) else str(address)
     target = urlunsplit(("https", f"{literal}:{parts.port or 443}", parts.path, "", ""))
@@ -147,6 +160,29 @@ def is_outdated(client: Client) -> bool:
     return time.time() - (client.data or {}).get("updated_at", 0) > settings.OAUTH_CLIENT_METADATA_CACHE_SECONDS
 
 
+def within_fetch_rate(request: HttpRequest) -> bool:
+    """Count a fetch against the caller's address; tell whether it is within OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE.
+
+    The count is kept per minute in the shared cache, for the address allauth's account adapter gives
+    (`get_client_ip`), an IPv6 one by its /64 network. allauth's own rate limiter leaves GET requests
+    alone, and the authorization request that names a document is a GET.
+    """
+    address = get_account_adapter().get_client_ip(request) or ""
+    try:
+        if ipaddress.ip_address(address).version == 6:
+            address = ipaddress.ip_network(f"{address}/64", strict=False).network_address
+    except ValueError:
+        pass  # no address known: such callers share one count
+    key = f"accounts:metadata-fetches:{address}:{int(time.time() // 60)}"
+    cache.add(key, 0, timeout=120)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the count expired between the two calls
+        cache.add(key, 1, timeout=120)
+        count = 1
+    return count <= settings.OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE
+
+
 def refresh(request: HttpRequest, client_id: str) -> None:
     """Make sure the client a metadata document names is stored and fresh, fetching it when it is not.
 
@@ -154,7 +190,7 @@ def refresh(request: HttpRequest, client_id: str) -> None:
     that cannot be fetched leaves the client as it was stored, or absent, and the request that named it
     is then refused as allauth refuses an unknown client.
     """
-    if not settings.OAUTH_CLIENT_METADATA_DOCUMENTS or not client_id.startswith("https:"):
+    if not settings.OAUTH_CLIENT_METADATA_DOCUMENTS or not client_id.startswith("https:") or text_problem(client_id):
         return
     stored = Client.objects.filter(id=client_id).first()
     if stored is not None and not is_outdated(stored):
@@ -164,7 +200,7 @@ def refresh(request: HttpRequest, client_id: str) -> None:
     except DocumentRefused as exc:
         log.warning("client metadata document %s not fetched: %s", client_id[:200], exc)
         return
-    if not ratelimit.consume(request, action=RATE_LIMIT_ACTION):
+    if not within_fetch_rate(request):
         log.warning("client metadata document %s: too many fetches from this address", client_id[:200])
         return
     lock = f"accounts.metadata-document:{client_id}"

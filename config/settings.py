@@ -228,6 +228,7 @@ IDP_OIDC_DCR_REQUIRES_INITIAL_ACCESS_TOKEN = False
 IDP_OIDC_CIMD_ENABLED = False
 OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("OAUTH_CLIENT_METADATA_DOCUMENTS", True)
 OAUTH_CLIENT_METADATA_CACHE_SECONDS = env_int("OAUTH_CLIENT_METADATA_CACHE_SECONDS", 3600)
+OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE = env_int("OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE", 10)
 IDP_OIDC_ROTATE_REFRESH_TOKEN = True
 IDP_OIDC_REFRESH_TOKEN_EXPIRES_IN = env_int("REFRESH_TOKEN_SECONDS", 30 * 24 * 3600) or None
 # A metadata document on a private or loopback address is never fetched (SSRF), unless this is set
@@ -239,10 +240,7 @@ OAUTH_UNUSED_CLIENT_SECONDS = env_int("OAUTH_UNUSED_CLIENT_SECONDS", 24 * 3600)
 # rate limit per address is checked first, in allauth's rate limiter (the shared cache, the address from
 # the account adapter's get_client_ip); then the body, each text, each list and the registrations never
 # used are capped.
-ACCOUNT_RATE_LIMITS = {
-    "oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip"),
-    "oauth_client_metadata_fetch": os.environ.get("OAUTH_CLIENT_METADATA_FETCH_RATE", "10/m/ip"),
-}
+ACCOUNT_RATE_LIMITS = {"oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip")}
 # allauth's get_client_ip (its rate limits' address) reads X-Forwarded-For only through this many proxies:
 # behind one, every client would otherwise share the proxy's address and its limits.
 ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if env_bool("BEHIND_PROXY", False) else 0)

@@ -18,7 +18,7 @@ import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
 from django.core.cache import cache
 
-from accounts import connections
+from accounts import connections, metadata_documents
 from accounts.models import Membership, Organization, User
 from tests.accounts.test_connect import REDIRECT, authorize_params, pkce
 
@@ -195,3 +195,23 @@ def test_a_certificate_for_another_name_is_refused(client, alice, settings, monk
         page = client.get("/identity/o/authorize", authorize_params(client_id, pkce()[1]))
     assert page.status_code == 400 and "Location" not in page
     assert seen["hosts"] == [] and not OAuthClient.objects.filter(id=client_id).exists()
+
+
+def test_fetches_are_limited_per_address_on_the_authorization_request(client, alice, settings, monkeypatch):
+    # The authorization request is a GET, which allauth's own rate limiter leaves alone.
+    settings.OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE = 2
+    fetched = []
+
+    def fetch(client_id):
+        fetched.append(client_id)
+        raise metadata_documents.DocumentRefused("not served in this test")
+
+    monkeypatch.setattr(metadata_documents, "fetch", fetch)
+    client.force_login(alice)
+    for number in range(4):
+        client_id = f"https://client{number}.example/client.json"
+        assert client.get("/identity/o/authorize", authorize_params(client_id, pkce()[1])).status_code == 400
+    assert fetched == ["https://client0.example/client.json", "https://client1.example/client.json"]
+    other = "https://client9.example/client.json"
+    client.get("/identity/o/authorize", authorize_params(other, pkce()[1]), REMOTE_ADDR="203.0.113.7")
+    assert fetched[-1] == other
