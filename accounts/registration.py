@@ -29,7 +29,9 @@ from django.views.decorators.http import require_POST
 from accounts import connections
 from base.storable import printable
 
-# The client metadata this server reads (RFC 7591 §2), by the JSON type each must have.
+# The client metadata this server keeps (RFC 7591 §2), by the JSON type each must have: what it uses, and
+# what describes the client to an administrator. Anything else, post_logout_redirect_uris among it (a
+# registered client gets none), is dropped.
 TEXT_FIELDS = (
     "client_name",
     "token_endpoint_auth_method",
@@ -41,7 +43,7 @@ TEXT_FIELDS = (
     "software_id",
     "software_version",
 )
-LIST_FIELDS = ("redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types", "contacts")
+LIST_FIELDS = ("redirect_uris", "grant_types", "response_types", "contacts")
 # The rate limit's name in ACCOUNT_RATE_LIMITS, where allauth's rate limiter reads it.
 RATE_LIMIT_ACTION = "oauth_client_registration"
 

@@ -108,13 +108,13 @@ def test_every_text_and_list_over_its_cap_is_named_at_once(client, settings):
         client,
         logo_uri="https://cdn.example/" + "l" * 50,
         contacts=["ops@example.com"] * 4,
-        post_logout_redirect_uris=["https://app.example/" + "p" * 50],
+        redirect_uris=[REDIRECT, "https://app.example/" + "p" * 50],
     )
     assert status == 400 and body["error"] == "invalid_client_metadata"
     text = body["error_description"]
     assert "logo_uri is longer than 50 characters" in text
     assert "contacts has more than 3 entries" in text
-    assert "post_logout_redirect_uris has an entry longer than 50 characters" in text
+    assert "redirect_uris has an entry longer than 50 characters" in text
     assert not OAuthClient.objects.exists()
 
 
@@ -150,10 +150,15 @@ def test_past_the_cap_the_oldest_registrations_never_used_are_deleted(client, se
 def test_unknown_fields_are_neither_stored_nor_returned(client):
     # RFC 7591 §2: the server ignores metadata it does not understand.
     status, body = register(
-        client, invented="x" * 1000, jwks={"keys": [{"kty": "oct"}]}, software_id="cli-1", client_uri="https://app.example"
+        client,
+        invented="x" * 1000,
+        jwks={"keys": [{"kty": "oct"}]},
+        post_logout_redirect_uris=["https://app.example/bye"],
+        software_id="cli-1",
+        client_uri="https://app.example",
     )
     assert status == 201, body
-    assert "invented" not in body and "jwks" not in body
+    assert "invented" not in body and "jwks" not in body and "post_logout_redirect_uris" not in body
     assert body["software_id"] == "cli-1" and body["client_uri"] == "https://app.example"
     stored = OAuthClient.objects.get(id=body["client_id"]).data["client_metadata"]
     assert "invented" not in stored and "jwks" not in stored
