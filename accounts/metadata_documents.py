@@ -151,7 +151,7 @@ def apply_document(client: Client, document: dict) -> None:
     client.set_grant_types(_strings(document, "grant_types", ["authorization_code"]))
     client.set_redirect_uris(_strings(document, "redirect_uris"))
     client.set_response_types(_strings(document, "response_types", ["code"]))
-    # Only what this server reads is kept (RFC 7591 §2, which the document's fields are).
+    # A document holds RFC 7591 client metadata: what registration keeps is kept, and nothing else.
     known = {field: document[field] for field in (*TEXT_FIELDS, *LIST_FIELDS) if field in document}
     client.data = {"cimd": True, "client_metadata": known, "updated_at": int(time.time())}
 
