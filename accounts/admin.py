@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts import connections
 from accounts.models import Agent, Group, Membership, Organization, User
 from accounts.oauth import absolute_url, name_taken, new_secret, save_new_agent
+from base.names import name_problem
 
 # Django's own permission groups are not the groups roles bind to; hiding them avoids confusing the two.
 if admin.site.is_registered(AuthGroup):
@@ -131,6 +132,12 @@ class AgentForm(forms.ModelForm):
     class Meta:
         model = Agent
         fields = ("organization", "name", "is_active")
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        if problem := name_problem(name):
+            raise forms.ValidationError(_("The name %(problem)s."), params={"problem": problem})
+        return name
 
     def clean(self):
         cleaned = super().clean()

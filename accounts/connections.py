@@ -22,6 +22,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from accounts.models import Agent, User
+from base.names import name_problem
 from base.storable import printable, text_problem, unstorable
 
 # The one scope the tools need; agents' clients get it by default, and the metadata advertises it.
@@ -81,29 +82,83 @@ def registration_problems(client: Client, metadata: dict) -> list[str]:
     if set(client.get_response_types()) != {"code"}:
         problems.append('response_types must be ["code"]')
     problems += [p for p in map(redirect_uri_problem, client.get_redirect_uris()) if p]
+    if problem := name_problem(client.name):
+        problems.append(f"client_name {problem}")
     return problems
 
 
-def address_problem(url: str) -> str | None:
-    """Say why the server must not fetch url (a client's metadata document), or None when it may.
+# Addresses that carry an IPv4 address in their last 32 bits: the well-known NAT64 prefix (RFC 6052), and
+# the local-use one (RFC 8215), which is never global whatever it carries.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
-    The document's host must resolve only to public addresses: a client must not be able to make this
-    server read its own network (SSRF). OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES allows private and
-    loopback addresses, for development and tests.
+
+class AddressRefused(ValueError):
+    """A metadata document's address this server must not fetch from; the message says why."""
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries and reaches, if any.
+
+    IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, RFC 4291 §2.5.5.1), NAT64
+    (`64:ff9b::a.b.c.d`, RFC 6052) and 6to4 (`2002:aabb:ccdd::`, RFC 3056) addresses all lead to one.
+    """
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    value = int(address)
+    if address in NAT64 or (value >> 32 == 0 and value > 1):
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
+
+
+def ip_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """Say why a metadata document may not be fetched from `address`, or None when it may."""
+    if not address.is_global or address.is_multicast or address in LOCAL_NAT64:
+        return f"a private or reserved address ({address})"
+    inner = embedded_ipv4(address) if address.version == 6 else None
+    if inner is not None and (not inner.is_global or inner.is_multicast):
+        return f"a private or reserved address ({address}, which leads to {inner})"
+    return None
+
+
+def checked_addresses(url: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Resolve the host of url (a client's metadata document) once; return the addresses it may be fetched from.
+
+    Every address the name resolves to must be public: a client must not be able to make this server read
+    its own network (SSRF). The fetch then connects to one of these, never resolving the name again, so a
+    name that answers differently the second time (DNS rebinding) changes nothing.
+    OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES allows private and loopback addresses, for development and
+    tests. Raises AddressRefused saying why not.
     """
     parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        return "the client_id must be an https URL"
-    if settings.OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES:
-        return None
     try:
-        found = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        host, port = parts.hostname, parts.port or 443
+    except ValueError:
+        raise AddressRefused("the client_id has a malformed port") from None
+    if parts.scheme != "https" or not host:
+        raise AddressRefused("the client_id must be an https URL")
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return f"{parts.hostname} does not resolve"
-    for *_, sockaddr in found:
-        address = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
-        if not address.is_global or address.is_multicast:
-            return f"{parts.hostname} resolves to a private or reserved address ({address})"
+        raise AddressRefused(f"{host} does not resolve") from None
+    addresses = list(dict.fromkeys(ipaddress.ip_address(sockaddr[0].split("%", 1)[0]) for *_, sockaddr in found))
+    if not addresses:
+        raise AddressRefused(f"{host} does not resolve")
+    if not settings.OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES:
+        for address in addresses:
+            if (problem := ip_problem(address)) is not None:
+                raise AddressRefused(f"{host} resolves to {problem}")
+    return addresses
+
+
+def address_problem(url: str) -> str | None:
+    """Say why the server must not fetch url (a client's metadata document), or None when it may."""
+    try:
+        checked_addresses(url)
+    except AddressRefused as refused:
+        return str(refused)
     return None
 
 
@@ -113,8 +168,11 @@ def metadata_host(client: Client) -> str | None:
 
 
 def display_name(client: Client) -> str:
-    """The name a client gave itself (unverified), else its metadata URL's host, else its id."""
-    return client.name or metadata_host(client) or client.id
+    """The name a client gave itself (unverified) when it is one people may read, else its metadata
+    URL's host, else its id."""
+    if client.name and name_problem(client.name) is None:
+        return client.name
+    return metadata_host(client) or client.id
 
 
 def logo_uri(client: Client) -> str | None:
@@ -186,6 +244,22 @@ def forget_unused_clients(now=None) -> int:
     return deleted
 
 
+def forget_unused_registrations(*, keep: int) -> int:
+    """Delete the oldest self-registered clients never used, past the newest `keep` of them; return how many.
+
+    Never used: no person connected it and it holds no token, not even an authorization code, so a client
+    in the middle of its first sign-in is not one of them.
+    """
+    connected = Agent.objects.filter(connected_client_id=OuterRef("id"))
+    tokens = Token.objects.filter(client_id=OuterRef("id"))
+    unused = Client.objects.filter(data__dcr=True).exclude(Exists(connected)).exclude(Exists(tokens))
+    surplus = list(unused.order_by("-created_at", "-id").values_list("id", flat=True)[keep:])
+    if not surplus:
+        return 0
+    Client.objects.filter(id__in=surplus).delete()
+    return len(surplus)
+
+
 def held_to_policy(sender, instance: Client, **kwargs) -> None:
     """Before a client from a metadata document is saved, keep only what a self-named client may have.
 
@@ -201,7 +275,7 @@ def held_to_policy(sender, instance: Client, **kwargs) -> None:
     instance.set_grant_types(grants or [Client.GrantType.AUTHORIZATION_CODE])
     instance.set_response_types(["code"])
     instance.set_redirect_uris([u for u in instance.get_redirect_uris() if redirect_uri_problem(u) is None])
-    if text_problem(instance.name):
+    if text_problem(instance.name) or name_problem(instance.name):
         instance.name = metadata_host(instance) or ""
     instance.data = {**instance.data, "client_metadata": {}} if unstorable(instance.data) else instance.data
     instance.set_scopes(client_scopes(instance.get_scopes()))

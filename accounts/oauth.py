@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import secrets
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -25,9 +24,6 @@ from accounts.models import Agent, Membership, Organization, User
 from base import backend, sql
 
 MCP_PATH = "/mcp"
-
-
-log = logging.getLogger(__name__)
 
 
 class AgentNameTaken(ValueError):
@@ -99,14 +95,8 @@ class OIDCAdapter(DefaultOIDCAdapter):
         data["scopes_supported"] = scopes
         # What MCP clients look for (MCP authorization, 2026-07-28): PKCE with S256 only (allauth refuses
         # `plain`), public clients without a secret, and a URL as client_id naming a metadata document.
-        data["client_id_metadata_document_supported"] = True
+        data["client_id_metadata_document_supported"] = settings.OAUTH_CLIENT_METADATA_DOCUMENTS
         data["revocation_endpoint_auth_methods_supported"] = ["client_secret_basic", "client_secret_post", "none"]
-
-    def is_cimd_url_allowed(self, url: str) -> bool:
-        problem = connections.address_problem(url)
-        if problem is not None:
-            log.warning("refused to fetch client metadata document %s: %s", url[:200], problem)
-        return problem is None
 
     def validate_client_registration(self, *, client: Client, client_metadata: dict, **kwargs) -> None:
         problems = connections.registration_problems(client, client_metadata)

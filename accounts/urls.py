@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from accounts import views
+from accounts import registration, views
 from accounts.oauth import MCP_PATH
 
 urlpatterns = [
@@ -31,6 +31,8 @@ urlpatterns = [
     path("identity/o/api/revoke", views.revoke, name="revoke"),
     # allauth's RP-initiated logout, sending the browser back only to an exactly registered address.
     path("identity/o/logout", views.logout, name="oidc-logout"),
+    # Dynamic client registration, rate-limited and capped before it costs anything (accounts/registration.py).
+    path("identity/o/api/clients", registration.client_registration, name="client-registration"),
     # allauth's OpenID provider: /.well-known/openid-configuration, /.well-known/jwks.json, /identity/o/...
     path("", include("allauth.idp.urls")),
 ]

@@ -17,7 +17,7 @@ from django.template.response import TemplateResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
-from accounts import connections, grants
+from accounts import connections, grants, metadata_documents
 from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
@@ -89,6 +89,8 @@ def _token_request_checked(view):
     def checked(request: HttpRequest, *args, **kwargs):
         if request.method == "POST" and (problems := unstorable(dict(request.POST.items()))):
             return _oauth_error("invalid_request", "; ".join(problems), 400)
+        if request.method == "POST":
+            metadata_documents.refresh(request, request.POST.get("client_id") or _basic_client_id(request) or "")
         if request.method == "POST" and not request.POST.get("client_id"):
             client_id = _basic_client_id(request)
             if client_id is not None:
@@ -146,17 +148,13 @@ class ConsentView(oidc_views.AuthorizationView):
     template_name = "accounts/authorize.html"
 
     def get(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        metadata_documents.refresh(request, request.GET.get("client_id", ""))
         if (refused := self._member_only(request)) is not None:
             return refused
         client_id, redirect_uri = request.GET.get("client_id"), request.GET.get("redirect_uri")
         if not _redirect_allowed(_stored_client(client_id), redirect_uri):
             return _unregistered_redirect(request)
-        response = _error_status(super().get(request, *args, **kwargs))
-        # allauth may just have fetched (or fetched anew) a client's metadata document: check against what
-        # it holds now. Such a client always asks for consent, so nothing went to its redirect URI yet.
-        if not _redirect_allowed(_stored_client(client_id), redirect_uri):
-            return _unregistered_redirect(request)
-        return response
+        return _error_status(super().get(request, *args, **kwargs))
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         return self._member_only(request) or _error_status(super().post(request, *args, **kwargs))

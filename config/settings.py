@@ -227,19 +227,31 @@ IDP_OIDC_ADAPTER = "accounts.oauth.OIDCAdapter"
 # a Client ID Metadata Document as their client_id, then a person signs in and consents.
 IDP_OIDC_DCR_ENABLED = env_bool("OAUTH_CLIENT_REGISTRATION", True)
 IDP_OIDC_DCR_REQUIRES_INITIAL_ACCESS_TOKEN = False
-IDP_OIDC_CIMD_ENABLED = env_bool("OAUTH_CLIENT_METADATA_DOCUMENTS", True)
-IDP_OIDC_CIMD_CACHE_TIMEOUT = env_int("OAUTH_CLIENT_METADATA_CACHE_SECONDS", 3600)
+# Metadata documents are fetched by accounts/metadata_documents.py, which connects to the address it
+# checked; allauth's own fetch (which resolves the name again) stays off.
+IDP_OIDC_CIMD_ENABLED = False
+OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("OAUTH_CLIENT_METADATA_DOCUMENTS", True)
+OAUTH_CLIENT_METADATA_CACHE_SECONDS = env_int("OAUTH_CLIENT_METADATA_CACHE_SECONDS", 3600)
+OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE = env_int("OAUTH_CLIENT_METADATA_FETCHES_PER_MINUTE", 10)
 IDP_OIDC_ROTATE_REFRESH_TOKEN = True
 IDP_OIDC_REFRESH_TOKEN_EXPIRES_IN = env_int("REFRESH_TOKEN_SECONDS", 30 * 24 * 3600) or None
-IDP_OIDC_RATE_LIMITS = {
-    "client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip"),
-    "cimd_fetch": os.environ.get("OAUTH_CLIENT_METADATA_FETCH_RATE", "10/m/ip"),
-}
 # A metadata document on a private or loopback address is never fetched (SSRF), unless this is set
 # (development and tests).
 OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES = env_bool("OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES", False)
 # A self-registered client nobody connected within this long is deleted by the timer sweep.
 OAUTH_UNUSED_CLIENT_SECONDS = env_int("OAUTH_UNUSED_CLIENT_SECONDS", 24 * 3600)
+# Registration is open to anyone (accounts/registration.py serves it, in place of allauth's view): the
+# rate limit per address is checked first, in allauth's rate limiter (the shared cache, the address from
+# the account adapter's get_client_ip); then the body, each text, each list and the registrations never
+# used are capped.
+ACCOUNT_RATE_LIMITS = {"oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip")}
+# allauth's get_client_ip (its rate limits' address) reads X-Forwarded-For only through this many proxies:
+# behind one, every client would otherwise share the proxy's address and its limits.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if env_bool("BEHIND_PROXY", False) else 0)
+OAUTH_REGISTRATION_MAX_BYTES = env_int("OAUTH_REGISTRATION_MAX_BYTES", 16 * 1024)
+OAUTH_REGISTRATION_MAX_CHARS = env_int("OAUTH_REGISTRATION_MAX_CHARS", 2000)
+OAUTH_REGISTRATION_MAX_URIS = env_int("OAUTH_REGISTRATION_MAX_URIS", 10)
+OAUTH_UNUSED_CLIENTS_MAX = env_int("OAUTH_UNUSED_CLIENTS_MAX", 1000)
 # --- end OAuth ---
 
 LANGUAGE_CODE = "en-us"

@@ -18,8 +18,6 @@ _SALT = "agentprocess.file-url"
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _PARAMETER = rf'{_TOKEN}=(?:{_TOKEN}|"(?:[\t !#-\[\]-~]|\\[\t -~])*")'
 MEDIA_TYPE = re.compile(rf"{_TOKEN}/{_TOKEN}(?:[ \t]*;[ \t]*{_PARAMETER})*")
-# What a file name may not hold: controls (C0, DEL, C1) and the line and paragraph separators.
-_NOT_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 # What a header value can carry as it is: visible ASCII and spaces.
@@ -34,13 +32,6 @@ def content_type_problem(content_type: str) -> str | None:
     if _HEADER_TEXT.fullmatch(content_type):
         return None
     return "must be a media type such as text/plain (RFC 9110): visible ASCII, no controls or line breaks"
-
-
-def file_name_problem(name: str) -> str | None:
-    """Say why `name` cannot name a file, or return None when it can."""
-    if _NOT_IN_NAMES.search(name):
-        return "may not contain control characters or line breaks"
-    return None
 
 
 def served_content_type(stored: str) -> str:

@@ -19,7 +19,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from accounts.identity import Identity
-from base import backend, metrics, sql
+from base import backend, metrics, names, sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.kinds import StepKind
@@ -443,7 +443,7 @@ def send_event(identity: Identity, arguments: dict) -> dict:
 
 def upload(identity: Identity, arguments: dict) -> dict:
     issues = []
-    if problem := files.file_name_problem(arguments["fileName"]):
+    if problem := names.name_problem(arguments["fileName"]):
         issues.append(f"fileName: {problem}")
     if problem := files.content_type_problem(arguments["contentType"]):
         issues.append(f"contentType: {problem}")

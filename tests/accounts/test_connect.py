@@ -165,7 +165,7 @@ def test_loopback_and_https_redirects_may_register(client, uri):
 
 
 def test_registrations_are_rate_limited(client, settings):
-    settings.IDP_OIDC_RATE_LIMITS = {"client_registration": "2/m/ip"}
+    settings.ACCOUNT_RATE_LIMITS = {"oauth_client_registration": "2/m/ip"}
     assert [register(client)[0] for _ in range(3)] == [201, 201, 429]
 
 
@@ -373,7 +373,7 @@ def test_revoking_a_token_ends_the_next_call(client, alice):
 )
 def test_a_metadata_document_on_a_private_address_is_never_fetched(client, alice, monkeypatch, client_id):
     fetched = []
-    monkeypatch.setattr("requests.get", lambda *a, **k: fetched.append(a) or pytest.fail("fetched"))
+    monkeypatch.setattr("requests.Session.get", lambda *a, **k: fetched.append(a) or pytest.fail("fetched"))
     client.force_login(alice)
     _verifier, challenge = pkce()
     response = client.get("/identity/o/authorize", authorize_params(client_id, challenge))

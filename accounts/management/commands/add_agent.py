@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import DEFAULT_ORGANIZATION, Agent, Organization
 from accounts.oauth import AgentNameTaken, create_agent
+from base.names import name_problem
 
 
 class Command(BaseCommand):
@@ -24,6 +25,8 @@ class Command(BaseCommand):
             raise CommandError("the agent name must not be empty")
         if len(name) > max_length:
             raise CommandError(f"the agent name must be at most {max_length} characters")
+        if problem := name_problem(name):
+            raise CommandError(f"the agent name {problem}")
         organization = Organization.objects.filter(slug=org).first()
         if organization is None:
             raise CommandError(f"organization '{org}' does not exist")
