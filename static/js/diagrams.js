@@ -30,6 +30,16 @@
   // A diagram shrinks to its column only while its text stays readable (READABLE_PX or more); a wider one
   // keeps that size and scrolls sideways inside its own box, which the keyboard can then scroll too.
   var READABLE_PX = 12;
+  var watcher = window.ResizeObserver ? new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) { scrolls(entry.target); });
+  }) : null;
+
+  function scrolls(block) {
+    var wide = block.scrollWidth > block.clientWidth + 1;
+    block.classList.toggle("scrolls", wide);
+    if (wide) block.setAttribute("tabindex", "0"); else block.removeAttribute("tabindex");
+  }
+
   function readable(block) {
     var svg = block.querySelector("svg");
     var box = svg.viewBox && svg.viewBox.baseVal;
@@ -37,9 +47,7 @@
     var label = svg.querySelector(".nodeLabel, .label, text");
     var size = (label && parseFloat(getComputedStyle(label).fontSize)) || 16;
     svg.style.minWidth = Math.ceil(box.width * Math.min(1, READABLE_PX / size)) + "px";
-    if (block.scrollWidth > block.clientWidth) {
-      block.setAttribute("tabindex", "0");
-      block.classList.add("scrolls");
-    }
+    scrolls(block);
+    if (watcher) watcher.observe(block);  // a folded "About" opened, a window made narrower
   }
 })();

@@ -31,6 +31,7 @@ steps:
       notes: string
       summary: string
       details: object
+      points: { type: list, items: number, optional: true }
   - id: done
     finish: written
 ---
