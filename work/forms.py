@@ -353,5 +353,11 @@ def summary(controls: list[Control], placed: dict[str, list[str]]) -> list[dict]
     for control in controls:
         found = sorted(control.problems, key=_place)
         lines += [{"text": p.summary(control.label), "href": f"#{p.target}"} for p in found]
-    lines += [{"text": issue, "href": ""} for key, found in placed.items() if key for issue in found]
+    lines += [{"text": _worded(key, issue), "href": ""} for key, found in placed.items() if key for issue in found]
     return lines
+
+
+def _worded(key: str, issue: str) -> str:
+    """`summary: Summary is 2.0 MB; …` as `Summary is 2.0 MB; …`: an issue that names its field in words."""
+    rest = issue.removeprefix(f"{key}: ")
+    return rest if rest.startswith(f"{field_label(key)} ") else issue

@@ -184,3 +184,17 @@ def test_the_import_chooses_the_only_organization(admin_client):
     Organization.objects.create(slug="other", name="Other")
     form = admin_client.get("/admin/processes/draft/import/").content.decode()
     assert '<option value="" selected>' in form  # two to choose from: the admin chooses
+
+
+@override_settings(RUN_DATA_BYTES=1024)
+def test_a_summary_larger_than_a_run_holds_is_named_beside_it(publish, make_person, browser_of):
+    publish(NOTED.replace("      summary: string\n", ""))
+    writer = make_person("writer@example.com")
+    view = call_tool(writer, "start_run", {"process": "noted", "inputs": {"title": "Q3"}, "requestId": str(uuid.uuid4())})
+    client, url = browser_of(writer), f"/inbox/{open_item(view)['id']}/"
+    response = client.post(url, {**form_fields(client.get(url).content.decode(), "complete"), "decision": "completed",
+                                 "output-notes": "n", "summary": "s" * 1500})
+    html = response.content.decode()
+    words = "Summary is 1.5 KB; the most a run can hold is 1 KB"
+    assert response.status_code == 400 and issues_list(html) == [words] and words in field_html(html, "summary")
+    assert call_tool(writer, "get_run", {"runId": view["run"]["id"]})["data"]["steps"] == {}
