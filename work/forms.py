@@ -247,7 +247,8 @@ def read_values(controls: list[Control], members: Members | None = None) -> tupl
 
 # --- placing what is wrong ------------------------------------------------------------------------
 
-# The engine's word that a submission or a run's inputs would make its data larger than a run may hold.
+# The engine's word that a submission (runs.agent_steps) or a run's inputs (runs.engine) would make its
+# data larger than a run may hold.
 _RUN_DATA_FULL = re.compile(r"^(?:run data|inputs): (\d+) bytes (?:would )?exceed limits\.runDataBytes \((\d+)\)$")
 
 
@@ -278,7 +279,6 @@ def _run_data_full(controls: list[Control], total: int, limit: int) -> tuple[Con
     words = (f"is {size_words(size)}; with the rest of the run that makes {size_words(total)}, "
              f"and the most a run can hold is {size_words(limit)}")
     return control, Problem(words, target=control.html_id)
-
 
 
 def _field_of(issue: str, prefix: str, names: list[str]) -> tuple[str, str] | None:
