@@ -47,9 +47,11 @@
     data.delete("files");  // the files stay chosen in this page; the server is asked only for the grid
     data.set("op", op);
     grid.setAttribute("aria-busy", "true");
+    grid.inert = true;  // nothing typed here while it is redrawn, so nothing typed is lost
     function fallBack() {
       // The server's own round trip: the page is drawn again with the change, files uploaded and kept.
       grid.removeAttribute("aria-busy");
+      grid.inert = false;
       if (submitter) { form.requestSubmit(submitter); return; }
       var hidden = document.createElement("input");
       hidden.type = "hidden";

@@ -152,3 +152,20 @@ def test_a_diagram_in_the_about_column_is_drawn_at_a_readable_size(tmp_path, age
         expect(block).to_have_attribute("tabindex", "0")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), width
         screenshot(page, f"about-diagram-{width}")
+
+
+def test_without_script_the_redrawn_form_says_the_file_was_kept(publish, make_person, chromium, site):
+    writer, url = noted_item(publish, make_person)
+    context = chromium.new_context(java_script_enabled=False, base_url=site)
+    try:
+        page = context.new_page()
+        sign_in(page, writer)
+        page.goto(url)
+        page.locator("#evidence-files").set_input_files(
+            files=[{"name": "receipt.pdf", "mimeType": "application/pdf", "buffer": b"%PDF receipt"}])
+        page.get_by_role("button", name="Add a field to Details").click()
+        expect(page.get_by_label("Field 2 name")).to_be_visible()
+        expect(page.get_by_role("status")).to_contain_text("receipt.pdf was uploaded and is ticked above")
+        expect(page.get_by_role("checkbox", name="receipt.pdf")).to_be_checked()
+    finally:
+        context.close()
