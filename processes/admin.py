@@ -158,11 +158,14 @@ class DraftAdmin(admin.ModelAdmin):
         return super().get_queryset(request).select_related("organization", "created_by", "published_version")
 
     def has_add_permission(self, request):
-        # Drafts are made by importing a file, never typed in.
-        return False
+        # Drafts are made by importing a file, never typed in: "Add" (on the admin's home too) is the import.
+        return self.can_import(request)
 
     def can_import(self, request) -> bool:
         return request.user.has_perm(f"{self.opts.app_label}.add_{self.opts.model_name}")
+
+    def add_view(self, request, form_url="", extra_context=None):
+        return HttpResponseRedirect(reverse("admin:processes_draft_import"))
 
     def get_urls(self):
         import_url = path(

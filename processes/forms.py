@@ -36,7 +36,11 @@ class ImportForm(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # The default organization is chosen to start with, or the only one there is.
         default = Organization.objects.filter(slug=DEFAULT_ORGANIZATION).first()
+        if default is None:
+            only = list(Organization.objects.all()[:2])
+            default = only[0] if len(only) == 1 else None
         if default is not None:
             self.fields["organization"].initial = default.pk
 

@@ -13,17 +13,22 @@ One control per field; what each type becomes:
 Reading never sends the engine a value the page already knows is wrong. A field with a problem (a cell
 that is not a number, an address that names no member) goes to the tool as `null`, which no type accepts,
 so the call is refused with every other field's issues at once (spec §6 rule 3); the engine's issue about
-that field is then dropped, since the page's own says more precisely where the problem is.
+that field is then dropped, since the page's own says more precisely where the problem is. A value larger
+than a run can hold (limits.runDataBytes) is such a problem, named by its field.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from processes.wording import field_label
 from runs.acceptance import field_spec
+from runs.canonical import data_size
 
 from . import cells, grids
 from .cells import UTC_OFFSETS, Problem, choice_label, choice_value
@@ -219,10 +224,13 @@ def read_values(controls: list[Control], members: Members | None = None) -> tupl
     values: dict = {}
     problems: dict[str, list[Problem]] = {}
     people: list[tuple[str, str, Problem]] = []
+    limit = settings.RUN_DATA_BYTES
     for control in controls:
         present, value, found, named = _read_one(control)
         if present:
             values[control.name] = value
+        if present and not found and (size := data_size(value)) > limit:
+            found = [Problem(too_large(size, limit), target=control.html_id)]
         if found:
             problems[control.name] = found
         people.extend((control.name, email, where) for email, where in named)
@@ -238,6 +246,39 @@ def read_values(controls: list[Control], members: Members | None = None) -> tupl
 
 
 # --- placing what is wrong ------------------------------------------------------------------------
+
+# The engine's word that a submission (runs.agent_steps) or a run's inputs (runs.engine) would make its
+# data larger than a run may hold.
+_RUN_DATA_FULL = re.compile(r"^(?:run data|inputs): (\d+) bytes (?:would )?exceed limits\.runDataBytes \((\d+)\)$")
+
+
+def size_words(size: int) -> str:
+    """A size as a person reads it: `2.0 MB`, `1 MB`, `300 KB`, `12 bytes`."""
+    for unit, scale in (("MB", 1024 * 1024), ("KB", 1024)):
+        if size >= scale:
+            amount = size / scale
+            return f"{amount:.0f} {unit}" if amount == int(amount) else f"{amount:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def too_large(size: int, limit: int) -> str:
+    """The words after a field's label for a value larger than a run can hold."""
+    return f"is {size_words(size)}; the most a run can hold is {size_words(limit)}"
+
+
+def _run_data_full(controls: list[Control], total: int, limit: int) -> tuple[Control, Problem] | None:
+    """Name the largest field for the engine's "run data would exceed limits.runDataBytes", in words."""
+    sizes = []
+    for control in controls:
+        present, value, found, _people = _read_one(control)
+        if present and not found:
+            sizes.append((data_size(value), control))
+    if not sizes:
+        return None
+    size, control = max(sizes, key=lambda pair: pair[0])
+    words = (f"is {size_words(size)}; with the rest of the run that makes {size_words(total)}, "
+             f"and the most a run can hold is {size_words(limit)}")
+    return control, Problem(words, target=control.html_id)
 
 
 def _field_of(issue: str, prefix: str, names: list[str]) -> tuple[str, str] | None:
@@ -284,6 +325,12 @@ def place_problems(controls: list[Control], problems: dict[str, list[Problem]] |
             by_name[name].attach(problem)
     placed: dict[str, list[str]] = {}
     for issue in issues or []:
+        if full := _RUN_DATA_FULL.match(issue):
+            total, limit = int(full.group(1)), int(full.group(2))
+            if (largest := _run_data_full(controls, total, limit)) is not None:
+                largest[0].attach(largest[1])
+                continue
+            issue = f"All this would make the run {size_words(total)}; the most a run can hold is {size_words(limit)}"
         hit = _field_of(issue, prefix, names)
         if hit is not None:
             name, message = hit
@@ -306,5 +353,11 @@ def summary(controls: list[Control], placed: dict[str, list[str]]) -> list[dict]
     for control in controls:
         found = sorted(control.problems, key=_place)
         lines += [{"text": p.summary(control.label), "href": f"#{p.target}"} for p in found]
-    lines += [{"text": issue, "href": ""} for key, found in placed.items() if key for issue in found]
+    lines += [{"text": _worded(key, issue), "href": ""} for key, found in placed.items() if key for issue in found]
     return lines
+
+
+def _worded(key: str, issue: str) -> str:
+    """`summary: Summary is 2.0 MB; …` as `Summary is 2.0 MB; …`: an issue that names its field in words."""
+    rest = issue.removeprefix(f"{key}: ")
+    return rest if rest.startswith(f"{field_label(key)} ") else issue

@@ -27,12 +27,13 @@ from processes.maps import process_map
 from processes.wording import step_title
 from runs import files, notices, taking, timers
 from runs.assignments import may_decide
+from runs.canonical import data_size
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
 from . import attention, display, figures, inbox, search
-from .forms import apply_change, controls_for, place_problems, read_values, summary
+from .forms import apply_change, controls_for, place_problems, read_values, summary, too_large
 from .people import members_of, picker, suggestions
 
 PAGE_SIZE = 50
@@ -290,13 +291,15 @@ def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=
         "posted": form_id,
         "kept_files": kept or [],
         "all_issues": summary(controls, placed),
+        # A step whose output declares `summary` asks for it there; the decision's own summary is not offered too.
+        "own_summary": not any(c.name == "summary" for c in controls),
         "people": picker(identity, controls),
         "max_upload": settings.MAX_UPLOAD_BYTES,
     }
 
 
 def _item_response(request, identity: Identity, item: WorkItem, *, status: int = 200, posted=None, form_id=None,
-                   issues=None, problems=None, kept=None, seen=None, notice=None):
+                   issues=None, problems=None, kept=None, seen=None, notice=None, redrawn=None):
     """Render a work item page from a fresh read of its run."""
     try:
         view = call_tool(identity, "get_run", {"runId": item.run.public_id})
@@ -354,6 +357,7 @@ def _item_response(request, identity: Identity, item: WorkItem, *, status: int =
             files += [{"id": ref, "checked": False, "earlier": True, **kept_names.get(ref, {})} for ref in offered]
         form = _decision_form(identity, current, data, posted=posted, form_id=form_id, issues=issues,
                               problems=problems, kept=files, earlier=earlier)
+        form["redrawn_files"] = redrawn if redrawn and (redrawn["kept"] or redrawn["again"]) else None
         context["form"] = form
     return render(request, "work/item.html", context, status=status)
 
@@ -419,6 +423,10 @@ def _decide(request, identity: Identity, item: WorkItem):
             arguments["evidence"] = evidence
         if post.get("summary", "").strip():
             arguments["summary"] = post["summary"].strip()
+            if (size := data_size(arguments["summary"])) > settings.RUN_DATA_BYTES:
+                issue = f"summary: Summary {too_large(size, settings.RUN_DATA_BYTES)}"
+                return _item_response(request, identity, item, status=400, issues=[issue], problems=problems,
+                                      kept=kept, **{**again, "seen": None})
         if requirements["next"]:
             if post.get("next"):
                 arguments["next"] = post["next"]
@@ -447,10 +455,17 @@ def _decide(request, identity: Identity, item: WorkItem):
 
 
 def _change_complete_form(request, identity: Identity, item: WorkItem, rid: str):
-    """Show the complete form again with a line or field added or removed; files chosen are kept, nothing decided."""
+    """Show the complete form again with a line or field added or removed; nothing decided.
+
+    Without the page's script this is a new page, and no browser keeps a file chosen across one: the files
+    chosen are uploaded and offered again ticked, and the page says so (or that one must be chosen again).
+    """
     _evidence_files, upload_issues, kept = _evidence(request, identity, rid)
+    chosen = [upload.name for upload in request.FILES.getlist("files")]
+    failed = [name for name in chosen if any(issue.startswith(f"evidence: {name}") for issue in upload_issues)]
+    redrawn = {"kept": [name for name in chosen if name not in failed], "again": failed}
     return _item_response(request, identity, item, status=400 if upload_issues else 200, posted=request.POST,
-                          form_id="complete", issues=upload_issues, kept=kept)
+                          form_id="complete", issues=upload_issues, kept=kept, redrawn=redrawn)
 
 
 DONE_WORDS = {"completed": "Completed", "approved": "Approved", "rejected": "Rejected", "returned": "Returned",

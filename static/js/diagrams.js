@@ -20,9 +20,34 @@
       // A diagram that does not parse keeps its source on the page instead of an empty box.
       blocks.forEach(function (block, index) {
         if (!block.querySelector("svg")) block.textContent = sources[index];
+        else readable(block);
       });
       document.documentElement.setAttribute("data-diagrams", "drawn");
     });
   };
   document.head.appendChild(script);
+
+  // A diagram shrinks to its column only while its text stays readable (READABLE_PX or more); a wider one
+  // keeps that size and scrolls sideways inside its own box, which the keyboard can then scroll too.
+  var READABLE_PX = 12;
+  var watcher = window.ResizeObserver ? new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) { scrolls(entry.target); });
+  }) : null;
+
+  function scrolls(block) {
+    var wide = block.scrollWidth > block.clientWidth + 1;
+    block.classList.toggle("scrolls", wide);
+    if (wide) block.setAttribute("tabindex", "0"); else block.removeAttribute("tabindex");
+  }
+
+  function readable(block) {
+    var svg = block.querySelector("svg");
+    var box = svg.viewBox && svg.viewBox.baseVal;
+    if (!box || !box.width) return;
+    var label = svg.querySelector(".nodeLabel, .label, text");
+    var size = (label && parseFloat(getComputedStyle(label).fontSize)) || 16;
+    svg.style.minWidth = Math.ceil(box.width * Math.min(1, READABLE_PX / size)) + "px";
+    scrolls(block);
+    if (watcher) watcher.observe(block);  // a folded "About" opened, a window made narrower
+  }
 })();

@@ -1,7 +1,9 @@
 /* The typed forms made quicker (work/grids.py, work/people.py). Every form works without this script:
-   "Add a line" and "Remove" are submit buttons the server applies, and a person field is an email input
-   with the organization's members in a <datalist>. Here a line is added or removed at once, a field's
-   name labels its cells as it is typed, and a person is picked from a list searched by name or address. */
+   "Add a line", "Add a field", "Remove" and a field's Kind are submit buttons (and a select) the server
+   applies, and a person field is an email input with the organization's members in a <datalist>. Here a
+   line is added or removed at once; a field added, removed or given another kind is drawn by the server
+   and swapped into the page, so the page never reloads and files chosen stay chosen; a field's name labels
+   its cells as it is typed; and a person is picked from a list searched by name or address. */
 (function () {
   "use strict";
 
@@ -37,15 +39,70 @@
     (after ? after.querySelector("[data-remove-row]") : grid.querySelector("[data-add-row]")).focus();
   }
 
+  // --- an object's fields: added, removed or retyped by the server, swapped in without a reload ------
+
+  function redraw(grid, op, submitter, focusId) {
+    var form = grid.closest("form");
+    var data = new FormData(form);
+    data.delete("files");  // the files stay chosen in this page; the server is asked only for the grid
+    data.set("op", op);
+    grid.setAttribute("aria-busy", "true");
+    grid.inert = true;  // nothing typed here while it is redrawn, so nothing typed is lost
+    function fallBack() {
+      // The server's own round trip: the page is drawn again with the change, files uploaded and kept.
+      grid.removeAttribute("aria-busy");
+      grid.inert = false;
+      if (submitter) { form.requestSubmit(submitter); return; }
+      var hidden = document.createElement("input");
+      hidden.type = "hidden";
+      hidden.name = "op";
+      hidden.value = op;
+      form.appendChild(hidden);
+      form.submit();
+    }
+    fetch(form.getAttribute("action") || window.location.href, {
+      method: "POST", body: data, credentials: "same-origin", headers: { Accept: "text/html" },
+    }).then(function (response) {
+      return response.ok ? response.text() : Promise.reject(response.status);
+    }).then(function (html) {
+      var page = new DOMParser().parseFromString(html, "text/html");
+      var drawn = page.getElementById(grid.id);
+      if (!drawn) { fallBack(); return; }
+      var fresh = document.importNode(drawn, true);
+      grid.replaceWith(fresh);
+      if (!document.getElementById("people-list") && page.getElementById("people-list")) {
+        form.insertBefore(document.importNode(page.getElementById("people-list"), true), form.firstChild);
+      }
+      fresh.querySelectorAll("input[list='people-list']").forEach(makePicker);
+      focusAfter(fresh, op, focusId);
+    }).catch(fallBack);
+  }
+
+  function focusAfter(grid, op, focusId) {
+    // The keyboard stays where the person was: on the new field's name, the select just changed, or
+    // "Add a field" after a field is removed.
+    var target = focusId ? document.getElementById(focusId) : null;
+    if (op.split(":")[1] === "add-col") {
+      var names = grid.querySelectorAll("[data-col-name]");
+      target = names[names.length - 1];
+    } else if (!target) {
+      target = grid.querySelector("button[name=op][value$=':add-col']");
+    }
+    if (target) { target.focus(); }
+  }
+
   document.addEventListener("click", function (event) {
-    var button = event.target.closest("button[data-add-row], button[data-remove-row]");
+    var button = event.target.closest("button[data-add-row], button[data-remove-row], button[data-grid-op]");
     var grid = button && button.closest("[data-grid]");
     if (!grid) { return; }
     event.preventDefault();
-    if (button.hasAttribute("data-add-row")) { addLine(grid); } else { removeLine(grid, button); }
+    if (grid.hasAttribute("aria-busy")) { return; }  // one change at a time
+    if (button.hasAttribute("data-add-row")) { addLine(grid); }
+    else if (button.hasAttribute("data-remove-row")) { removeLine(grid, button); }
+    else { redraw(grid, button.value, button, null); }
   });
 
-  // --- an object's fields: names label the cells; a new kind redraws the form -------------------------
+  // --- a field's name labels its cells as it is typed ---------------------------------------------------
 
   document.addEventListener("input", function (event) {
     var input = event.target;
@@ -63,14 +120,9 @@
   document.addEventListener("change", function (event) {
     var select = event.target;
     if (!select.hasAttribute || !select.hasAttribute("data-col-kind")) { return; }
-    // The cells become inputs of the new kind; the server draws them, keeping everything typed.
+    // The cells become inputs of the new kind, drawn by the server with everything typed kept.
     var grid = select.closest("[data-grid]");
-    var op = document.createElement("input");
-    op.type = "hidden";
-    op.name = "op";
-    op.value = grid.getAttribute("data-grid") + ":kind";
-    select.form.appendChild(op);
-    select.form.submit();
+    redraw(grid, grid.getAttribute("data-grid") + ":kind", null, select.id);
   });
 
   // --- the person picker ------------------------------------------------------------------------------

@@ -59,9 +59,11 @@ def sideways_overflow(page) -> dict | None:
       const describe = e => e.tagName.toLowerCase() + (typeof e.className === "string" && e.className.trim()
         ? "." + e.className.trim().split(/\\s+/).join(".") : "") + " " + e.textContent.trim().slice(0, 50);
       const all = [...document.querySelectorAll("body *")];
-      // A box that scrolls sideways inside the page hides part of it just the same.
+      // A box that scrolls sideways inside the page hides part of it just the same; only a diagram wider
+      // than a phone at a readable size does so, in a box of its own the keyboard scrolls (diagrams.js).
+      const diagram = e => e.matches("pre.mermaid.scrolls[tabindex='0']");
       const scrollers = all.filter(e => ["auto", "scroll"].includes(getComputedStyle(e).overflowX)
-        && e.scrollWidth > e.clientWidth + 1).map(describe);
+        && e.scrollWidth > e.clientWidth + 1 && !diagram(e)).map(describe);
       if (over <= 0 && !scrollers.length) return null;
       const wide = all.filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5).map(describe);
       // Text that runs out of a box that itself fits (a long word in a narrow note).

@@ -34,8 +34,9 @@ def name_fields(page, *names: tuple[str, str]) -> None:
             page.get_by_role("button", name="Add a field to Lines").click()
         page.get_by_label(f"Field {position} name").fill(name)
         if kind != "Text":
-            with page.expect_navigation():  # the cells become inputs of the new kind
-                page.get_by_label("Kind").nth(position - 1).select_option(label=kind)
+            page.get_by_label("Kind").nth(position - 1).select_option(label=kind)
+            # the cells become inputs of the new kind, drawn by the server and swapped into the page
+            expect(page.locator("#field-inputs-lines")).not_to_have_attribute("aria-busy", "true")
 
 
 def pick(page, label: str, typed: str, option: str) -> None:

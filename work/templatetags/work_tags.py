@@ -159,6 +159,14 @@ def show(value):
 
 
 @register.filter
+def inline(value):
+    """One short value in a line of text (an inbox card): a moment as `when` shows it, anything else as text."""
+    if isinstance(value, str) and _ISO_MOMENT.fullmatch(value):
+        return when(value)
+    return value
+
+
+@register.filter
 def is_url(text) -> bool:
     return isinstance(text, str) and text.startswith(("https://", "http://"))
 
