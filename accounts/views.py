@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, unquote_plus, urlsplit
 
 from allauth.idp.oidc import views as oidc_views
 from allauth.idp.oidc.models import Client
+from csp.decorators import csp_replace
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.core.exceptions import ValidationError
@@ -20,6 +21,7 @@ from accounts import connections
 from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
+from base.params import optional_integer
 from base.storable import unstorable
 
 
@@ -172,7 +174,9 @@ def form_scopes(form) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
 
-authorize = ConsentView.as_view()
+# The answer to the consent form redirects to the agent's redirect URI, which form-action would refuse
+# (config.settings, CONTENT_SECURITY_POLICY).
+authorize = csp_replace({"form-action": None})(ConsentView.as_view())
 
 
 # --- the agents a person connected ------------------------------------------------------------------
@@ -195,8 +199,8 @@ def connected_agents(request: HttpRequest) -> HttpResponse:
         return render(request, "work/no_membership.html", status=403)
     agents = _visible_agents(request)
     if request.method == "POST":
-        chosen = request.POST.get("agent", "")
-        agent = agents.filter(pk=int(chosen)).first() if chosen.isascii() and chosen.isdigit() and len(chosen) < 19 else None
+        chosen = optional_integer(request.POST, "agent", minimum=1)
+        agent = agents.filter(pk=chosen).first() if chosen is not None else None
         if agent is None:
             messages.error(request, "That agent is not one you can disconnect.")
         else:
