@@ -28,8 +28,8 @@ def catalogue(request, identity: Identity):
     arguments = {"cursor": request.GET["cursor"]} if request.GET.get("cursor") else {}
     try:
         data = call_tool(identity, "list_processes", arguments)
-    except Invalid:
-        return redirect("processes")
+    except Invalid as error:  # a cursor this server never gave out
+        return refused(request, error)
     processes = [{**p, "title": step_title(p["name"])} for p in data["items"]]
     return render(request, "processes/list.html", {
         "identity": identity, "processes": processes, "next_cursor": data["nextCursor"], "nav": "processes",

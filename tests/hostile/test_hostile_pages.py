@@ -1,7 +1,7 @@
 """Hostile values in every query and form parameter of every page: a 4xx or the page, never a 500.
 
-PAGES names each page and action of the people's urlconfs with the parameters it reads and a value of
-each that works; every example replaces some of them (and the ids in the path) with hostile text: other
+PAGES names each page and action of the people's urlconfs, and ADMIN_PAGES each page of the processes
+admin, with the parameters it reads and a value of each that works; every example replaces some of them (and the ids in the path) with hostile text: other
 scripts' digits, numbers past int() and bigint, NUL, lone surrogates, bidirectional controls, huge
 strings. Values are percent-encoded as a browser sends them, lone surrogates as their UTF-8 bytes.
 """
@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
+from django.contrib import admin
 from django.test import Client
 from django.urls import URLPattern, URLResolver, reverse
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 import accounts.urls
 import runs.urls
 import work.urls
+from processes.models import Draft
 from tests.work.conftest import PURCHASE, TYPED_OUTPUT, open_item
 
 # Per page; HOSTILE_EXAMPLES=1000 searches further by hand.
@@ -67,7 +69,7 @@ PAGES = [
     Page("run-cancel", "POST", {"run_id": "run"}, {"reason": "Duplicate.", "requestId": ""}),
     Page("operations", "GET", {}, {"period": "7d"}),
     Page("live-map", "GET", {"name": "process"}, {"version": "1", "period": "24h", "step": "request"}),
-    Page("processes", "GET", {}, {"x": "1"}),
+    Page("processes", "GET", {}, {"cursor": "WyIyMDI2Il0"}),
     Page("process-start", "GET", {"name": "process"}, {"x": "1"}),
     Page("process-start", "POST", {"name": "process"}, {
         "version": "1", "mode": "test", "requestId": "", "inputs-item": "Laptop", "inputs-budget": "12", "op": "",
@@ -146,6 +148,11 @@ def world(publish, agent, make_person):
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: f"{page.method} {page.name}")
 def test_hostile_values_in_every_parameter_get_a_4xx_or_the_page(world, page):
+    hostile_examples(world, page)
+
+
+def hostile_examples(world, page: Page) -> None:
+    """Send the page with hostile values in some of its parameters and path ids; never a 500."""
     browser, ids, filled = world
     names = {key: f"--{key}--" for key in page.path_ids}
     template = reverse(page.name, kwargs=names)
@@ -169,3 +176,66 @@ def test_hostile_values_in_every_parameter_get_a_4xx_or_the_page(world, page):
         assert response.status_code < 500, (page.method, path[:200], {k: v[:40] for k, v in changed.items()})
 
     check()
+
+
+# The processes admin: Django's changelists and change pages, and this project's import and binding pages.
+ADMIN_LISTING = {"p": "1", "q": "purchase", "o": "1", "organization__id__exact": "1", "e": "1", "all": ""}
+ADMIN_PAGES = [
+    Page("admin:processes_process_changelist", "GET", {}, ADMIN_LISTING),
+    Page("admin:processes_process_change", "GET", {"object_id": "process"}, {"_changelist_filters": "p=1"}),
+    Page("admin:processes_process_history", "GET", {"object_id": "process"}, {"p": "1"}),
+    Page("admin:processes_process_delete", "GET", {"object_id": "process"}, {"x": "1"}),
+    Page("admin:processes_process_add", "GET", {}, {"x": "1"}),
+    Page("admin:processes_processversion_changelist", "GET", {}, {**ADMIN_LISTING, "process__id__exact": "1"}),
+    Page("admin:processes_processversion_change", "GET", {"object_id": "version"}, {"x": "1"}),
+    Page("admin:processes_processversion_history", "GET", {"object_id": "version"}, {"x": "1"}),
+    Page("admin:processes_processversion_delete", "GET", {"object_id": "version"}, {"x": "1"}),
+    Page("admin:processes_processversion_add", "GET", {}, {"x": "1"}),
+    Page("admin:processes_draft_changelist", "GET", {}, ADMIN_LISTING),
+    Page("admin:processes_draft_import", "POST", {}, {"organization": "1", "text": PURCHASE, "folder_name": "purchase"}),
+    Page("admin:processes_draft_change", "POST", {"object_id": "draft"}, {
+        "role_0": "", "role_0_new": "Buyers", "role_1": "", "role_1_new": "Managers", "_publish": "1",
+    }),
+    Page("admin:processes_draft_history", "GET", {"object_id": "draft"}, {"x": "1"}),
+    Page("admin:processes_draft_delete", "POST", {"object_id": "draft"}, {"post": "yes"}),
+    Page("admin:processes_draft_add", "GET", {}, {"x": "1"}),
+]
+
+
+def test_the_admin_list_names_every_page_of_the_processes_admin():
+    """A page added to the processes admin (a model, or a view of its own) cannot be missed."""
+    named = set()
+    for pattern in admin.site.get_urls():
+        if isinstance(pattern, URLResolver) and str(pattern.pattern).startswith("processes/"):
+            named |= {f"admin:{p.name}" for p in _flatten(pattern) if p.name}
+    assert "admin:processes_draft_import" in named
+    missing = named - {page.name for page in ADMIN_PAGES}
+    assert not missing, f"add these admin pages to ADMIN_PAGES: {sorted(missing)}"
+
+
+def _flatten(resolver):
+    for pattern in resolver.url_patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _flatten(pattern)
+        else:
+            yield pattern
+
+
+@pytest.fixture
+def admin_world(publish, make_person, org):
+    version = publish(PURCHASE)
+    admin = make_person("admin@example.com", operator=True)
+    admin.user.is_staff = admin.user.is_superuser = True
+    admin.user.save(update_fields=["is_staff", "is_superuser"])
+    browser = Client()
+    browser.force_login(admin.user)
+    imported = browser.post(reverse("admin:processes_draft_import"),
+                            {"organization": org.pk, "text": PURCHASE.replace("name: purchase", "name: purchase-2")})
+    assert imported.status_code == 302, imported.content.decode()[:500]
+    ids = {"process": str(version.process_id), "version": str(version.pk), "draft": str(Draft.objects.latest("pk").pk)}
+    return browser, ids, {"organization": str(org.pk)}
+
+
+@pytest.mark.parametrize("page", ADMIN_PAGES, ids=lambda page: f"{page.method} {page.name}")
+def test_hostile_values_in_the_processes_admin_get_a_4xx_or_the_page(admin_world, page):
+    hostile_examples(admin_world, page)
