@@ -96,3 +96,13 @@ def test_the_agent_to_disconnect_is_a_number_or_a_400(purchase, browser_of):
     response = browser_of(purchase.people["ops"]).post("/accounts/agents/", {"agent": "²"})
     assert response.status_code == 400
     assert "agent:" in response.content.decode()
+
+
+def test_a_number_field_reads_numbers_in_ascii_only():
+    from work.cells import parse_number
+
+    assert parse_number(" 1250.50 ") == 1250.5
+    assert parse_number("-12") == -12
+    assert parse_number("9" * 300) == int("9" * 300)  # exactly, as JSON carries it
+    for text in ("١٢", "²", "１２", "1_000", TOO_MANY_DIGITS, "1e400", "nan", "inf"):
+        assert parse_number(text) is None, text
