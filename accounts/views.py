@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, unquote_plus, urlsplit
 
 from allauth.idp.oidc import views as oidc_views
 from allauth.idp.oidc.models import Client
+from csp.decorators import csp_replace
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.core.exceptions import ValidationError
@@ -22,6 +23,7 @@ from accounts.forms import PreferencesForm
 from accounts.models import Agent
 from accounts.oauth import API_SCOPE, absolute_url, issuer
 from accounts.redirects import post_logout_redirect_uri, redirect_uri_matches
+from base.params import optional_integer
 from base.storable import unstorable
 
 
@@ -223,7 +225,9 @@ def form_scopes(form) -> list[str]:
     return [value] if isinstance(value, str) else list(value or [])
 
 
-authorize = ConsentView.as_view()
+# The answer to the consent form redirects to the agent's redirect URI, which form-action would refuse
+# (config.settings, CONTENT_SECURITY_POLICY).
+authorize = csp_replace({"form-action": None})(ConsentView.as_view())
 
 
 @csrf_exempt
@@ -269,8 +273,8 @@ def connected_agents(request: HttpRequest) -> HttpResponse:
         return render(request, "work/no_membership.html", status=403)
     agents = _visible_agents(request)
     if request.method == "POST":
-        chosen = request.POST.get("agent", "")
-        agent = agents.filter(pk=int(chosen)).first() if chosen.isascii() and chosen.isdigit() and len(chosen) < 19 else None
+        chosen = optional_integer(request.POST, "agent", minimum=1)
+        agent = agents.filter(pk=chosen).first() if chosen is not None else None
         if agent is None:
             messages.error(request, "That agent is not one you can disconnect.")
         else:

@@ -7,6 +7,7 @@ from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 
+from base.params import read_integer
 from base.storable import MAX_DEPTH, depth_exceeds
 from runs.errors import TooLarge
 
@@ -27,7 +28,7 @@ class StrictJSONParser(JSONParser):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
-        if declared and str(declared).isdigit() and int(declared) > limit:
+        if (read_integer(str(declared)) or 0) > limit:
             raise too_large(limit)
         try:
             raw = stream.read(limit + 1) if stream is not None else b""

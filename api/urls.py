@@ -1,7 +1,7 @@
 """The agents' doors: the tools over REST with their OpenAPI document, and MCP at `/mcp` (and `/mcp/`)."""
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.oauth import MCP_PATH
 
@@ -10,7 +10,7 @@ from . import mcp, rest
 urlpatterns = [
     path("api/tools/<str:tool>", rest.ToolView.as_view(), name="tool"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path(MCP_PATH.lstrip("/"), mcp.endpoint, name="mcp"),
     path(MCP_PATH.lstrip("/") + "/", mcp.endpoint),
 ]

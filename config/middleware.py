@@ -1,9 +1,13 @@
-"""Requests whose path, query or cookies hold text that no database can store are answered before any view."""
+"""What answers before or instead of a view: text no database can store in a path, query or cookie; a
+number a page cannot read; and the count of every response."""
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseNotFound
+from django.shortcuts import render
 
 from base import metrics
+from base.params import BadParameter
 from base.storable import text_problem
+from runs.errors import Invalid
 
 
 def _first_problem(pairs) -> str | None:
@@ -46,3 +50,19 @@ class CountResponses:
         response = self.get_response(request)
         metrics.HTTP_RESPONSES.labels(f"{response.status_code // 100}xx").inc()
         return response
+
+
+class RefuseBadParameters:
+    """A page sent a number it cannot read (base.params.BadParameter) answers 400, naming every problem."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, BadParameter):
+            return None
+        error = Invalid("This page cannot be shown as asked.", exception.problems)
+        return render(request, "work/refused.html", {"error": error}, status=400)

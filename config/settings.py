@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -107,6 +108,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "allauth",
     "allauth.account",
     "allauth.mfa",
@@ -120,6 +122,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.middleware.CountResponses",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.middleware.RefuseUnstorableText",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -130,6 +133,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
     "accounts.middleware.PersonTimeZone",
+    "config.middleware.RefuseBadParameters",
 ]
 
 # The benchmarks start the server with ROOT_URLCONF=bench.urls, which adds their floor endpoint.
@@ -147,12 +151,33 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
                 "work.context.unread_notices",
                 "work.context.operator",
             ],
         },
     },
 ]
+
+# Every page's Content-Security-Policy (django-csp). Scripts come from this server only, or inline with
+# the request's nonce ({{ CSP_NONCE }}); no inline event handler runs. Styles may be inline: the pages,
+# Mermaid's diagrams and Swagger UI write style attributes and elements. Images may be data: URIs
+# (Swagger UI's icons). The consent page drops form-action: the answer to its form is a redirect to the
+# agent's registered redirect URI, and Chromium applies form-action to that redirect too.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -323,6 +348,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No badge from validator.swagger.io: the docs fetch nothing from elsewhere (and the CSP would refuse it).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # Protocol settings (spec §3.3, tools.md describe).

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
 
+from base.params import read_integer
+
 _SALT = "agentprocess.file-url"
 
 # RFC 9110 §8.3.1: type "/" subtype *( OWS ";" OWS parameter ), every name a token.
@@ -85,9 +87,10 @@ def file_url(public_id: str, *, now: float | None = None) -> str:
 
 
 def signature_valid(public_id: str, expires: str, signature: str) -> bool:
-    if not expires.isdigit() or int(expires) < time.time():
+    moment = read_integer(expires)
+    if moment is None or moment < time.time():
         return False
-    return hmac.compare_digest(_signature(public_id, int(expires)), signature)
+    return hmac.compare_digest(_signature(public_id, moment), signature)
 
 
 def with_urls(evidence: list[dict]) -> list[dict]:

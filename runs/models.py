@@ -3,13 +3,13 @@
 Only runs.engine changes these rows; everything else reads them.
 """
 
-import re
 
 from django.conf import settings
 from django.db import models
 from django.db.models.expressions import RawSQL
 
 from accounts.models import Group, Organization
+from base.params import prefixed_id
 from processes.models import ProcessVersion
 
 from .transitions import (
@@ -23,9 +23,7 @@ from .transitions import (
 
 def public_pk(value, prefix: str) -> int | None:
     """Return the database id an `r_…`/`w_…` id names, or None for anything else (ASCII digits, in range)."""
-    if isinstance(value, str) and re.fullmatch(rf"{prefix}_[0-9]{{1,17}}", value):
-        return int(value[len(prefix) + 1 :])
-    return None
+    return prefixed_id(value, prefix)
 
 
 # The states of a step still at work: what can still become overdue.

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.identity import Identity
+from base.params import optional_integer
 from processes.definition import definition_for
 from processes.maps import process_map
 from processes.models import ProcessVersion
@@ -27,8 +28,8 @@ def catalogue(request, identity: Identity):
     arguments = {"cursor": request.GET["cursor"]} if request.GET.get("cursor") else {}
     try:
         data = call_tool(identity, "list_processes", arguments)
-    except Invalid:
-        return redirect("processes")
+    except Invalid as error:  # a cursor this server never gave out
+        return refused(request, error)
     processes = [{**p, "title": step_title(p["name"])} for p in data["items"]]
     return render(request, "processes/list.html", {
         "identity": identity, "processes": processes, "next_cursor": data["nextCursor"], "nav": "processes",
@@ -52,9 +53,10 @@ def start(request, identity: Identity, name: str):
     """Show one process and start a run of it with typed inputs, live or test, through `start_run`."""
     version = _latest(identity, name)
     posted = request.POST if request.method == "POST" else None
-    if posted is not None and posted.get("version", "").isdigit() and int(posted["version"]) != version.number:
+    seen = optional_integer(posted, "version", minimum=1) if posted is not None else None
+    if seen is not None and seen != version.number:
         # Fill the form of the version the person saw; an older one may take other inputs.
-        version = ProcessVersion.objects.filter(process=version.process, number=int(posted["version"])).first() or version
+        version = ProcessVersion.objects.filter(process=version.process, number=seen).first() or version
     definition = definition_for(version)
     controls = controls_for(definition.inputs, "inputs", data=posted)
     issues: list[str] = []

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 
 from runs.acceptance import field_spec, is_date, is_person, parse_datetime
 
-_INTEGER = re.compile(r"^[+-]?\d+$")
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 # Every offset in use somewhere; UTC first because it is the default.
 UTC_OFFSETS = ["+00:00"] + [
     f"{sign}{h:02d}:{m:02d}"
@@ -51,7 +52,7 @@ EXPECTED = {
     "object": "must be an object",
     "person": "must be an email address",
 }
-_ITEM = re.compile(r"^\[(\d+)\]")
+_ITEM = re.compile(r"^\[([0-9]+)\]")
 # Words a field name spells in lower case that people write in capitals.
 def _say(subject: str, words: str, sentence: bool) -> str:
     return f"{subject}: {words}" if sentence else f"{subject} {words}"
@@ -120,8 +121,11 @@ def choice_label(value) -> str:
 def parse_number(text: str):
     """Return the JSON number a person typed, exactly (no rounding), or None when it is not one."""
     text = text.strip()
+    if not text.isascii() or "_" in text:  # float() also reads other scripts' digits and 1_000
+        return None
     if _INTEGER.match(text):
-        return int(text)
+        # int() refuses more digits than this (a ValueError); such a number is no amount anyone means.
+        return int(text) if len(text) <= sys.get_int_max_str_digits() else None
     try:
         number = float(text)
     except ValueError:

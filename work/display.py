@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 from accounts.models import Agent, Group, User
+from base.params import prefixed_id
 from processes.definition import Definition
 from processes.kinds import StepKind
 from processes.wording import field_label, step_title
@@ -48,7 +49,7 @@ def person_name(user) -> str:
 def names_for(organization, refs) -> dict[str, str]:
     """Map every ref (u_3, a_4, g_5, server, operators) to what a person calls it; two queries at most."""
     def ids(prefix):
-        return {int(r[2:]) for r in refs if r.startswith(prefix) and r[2:].isdigit()}
+        return {pk for pk in (prefixed_id(r, prefix[:-1]) for r in refs) if pk is not None}
 
     names = {SERVER: "the server", "operators": "Operators"}
     user_ids, agent_ids, group_ids = ids("u_"), ids("a_"), ids("g_")

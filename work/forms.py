@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from base.params import read_integer
 from processes.wording import field_label
 from runs.acceptance import field_spec
 from runs.canonical import data_size
@@ -302,7 +303,8 @@ def _engine_problem(control: Control, message: str) -> Problem:
     row, column = (0 if grid.single else None), (None if grid.named else 0)
     if message.startswith("["):
         index, _, message = message[1:].partition("]")
-        position = int(index) if index.isdigit() else len(grid.value_rows)
+        position = read_integer(index)
+        position = len(grid.value_rows) if position is None else position
         row = grid.value_rows[position] if position < len(grid.value_rows) else None
     if message.startswith(".") and grid.named:
         name, _, message = message[1:].partition(": ")

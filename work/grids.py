@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from base.params import read_integer
 from runs.acceptance import check_value, field_spec
 
 from . import cells
@@ -25,6 +26,8 @@ from .cells import Problem
 FIRST_FIELD_KIND = "text"
 # More than a form is for: a longer list is a file to attach, or an agent's work.
 MAX_LINES = 500
+# A line's or field's number as the browser sends it back: anything larger was never shown.
+_MAX_INDEX = 99_999
 MAX_FIELDS = 50
 
 
@@ -177,7 +180,7 @@ def grid_for(spec: dict, html_name: str, label: str) -> Grid:
 
 
 def _indexes(texts: list[str]) -> list[int]:
-    return list(dict.fromkeys(int(t) for t in texts if t.isdigit() and len(t) < 6))
+    return list(dict.fromkeys(i for i in (read_integer(t, maximum=_MAX_INDEX) for t in texts) if i is not None))
 
 
 def fill_from_post(grid: Grid, data) -> None:
@@ -241,7 +244,7 @@ def change(grid: Grid, action: str, posted_index: str) -> bool:
         for line in grid.lines:
             line.append(("", "+00:00"))
         return True
-    index = int(posted_index) if posted_index.isdigit() and len(posted_index) < 6 else None
+    index = read_integer(posted_index, maximum=_MAX_INDEX)
     if action == "remove-row" and not grid.single and index in grid.posted_rows:
         del grid.lines[grid.posted_rows.index(index)]
         return True

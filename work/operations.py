@@ -15,6 +15,8 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods
 
 from accounts.identity import Identity
+from base.params import read_integer
+from base.storable import printable
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
 from processes.maps import process_map
@@ -146,10 +148,11 @@ def _chosen(params, versions, definition_of, issues: list[str]):
     """The version and step asked for (the newest version, no step, when not asked), noting any problem."""
     numbers = {number: pk for pk, number in versions}
     wanted = params.get("version", "")
-    if wanted and not (wanted.isdigit() and int(wanted) in numbers):
-        issues.append(f"version: '{wanted[:20]}' is not a published version; one of "
+    asked = read_integer(wanted, minimum=1)
+    if wanted and asked not in numbers:
+        issues.append(f"version: '{printable(wanted, 20)}' is not a published version; one of "
                       + ", ".join(str(number) for number in sorted(numbers)))
-    number = int(wanted) if wanted.isdigit() and int(wanted) in numbers else versions[0][1]
+    number = asked if asked in numbers else versions[0][1]
     version = store.published_version(numbers[number])
     definition = definition_of(version)
     step_id = params.get("step", "")

@@ -25,8 +25,9 @@ from runs.transitions import RunState
 LIMIT = 25
 MAX_QUERY = 200
 STATES = {state.value for state in RunState}
-_RUN_ID = re.compile(r"^r_(\d{1,18})$")
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+# ASCII digits only: another script's digits are searched for as text (`\d` takes them, jsonpath does not).
+_RUN_ID = re.compile(r"^r_[0-9]{1,19}$")
+_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
+from base.params import optional_integer
 from processes.definition import JOIN, definition_for
 from processes.maps import process_map
 from processes.wording import step_title
@@ -149,7 +150,7 @@ def inbox_page(request, identity: Identity):
     show = request.GET.get("show", "")
     show = show if show in dict(inbox.SHOWS) else ""
     items = inbox.inbox_items(identity, process=process, show=show)
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(items, PAGE_SIZE).get_page(optional_integer(request.GET, "page", minimum=1))
     newest, unread = inbox.notifications_for(identity)
     overdue_items, overdue_steps = inbox.overdue_work(identity)
     context = {
@@ -175,10 +176,8 @@ def inbox_page(request, identity: Identity):
 @person_page
 def mark_notices_read(request, identity: Identity):
     """Mark one notice (or all of mine) read and go back to the inbox."""
-    ids = None
-    if request.POST.get("notice", "").isdigit():
-        ids = [int(request.POST["notice"])]
-    notices.mark_read(user=identity.user, ids=ids)
+    notice = optional_integer(request.POST, "notice", minimum=1)
+    notices.mark_read(user=identity.user, ids=None if notice is None else [notice])
     return redirect("inbox")
 
 
@@ -197,9 +196,9 @@ def people_suggest(request, identity: Identity):
 def take_item(request, identity: Identity, item_id: str):
     """Take a group's item ("I'm working on this"), or take it over once the person has seen who holds it."""
     item = _item_or_404(identity, item_id)
-    seen = request.POST.get("holder", "")
+    seen = optional_integer(request.POST, "holder", minimum=1)
     try:
-        taking.take(identity, item, holder_seen=int(seen) if seen.isdigit() else None)
+        taking.take(identity, item, holder_seen=seen)
     except Conflict as error:
         messages.warning(request, error.message)
     except Forbidden as error:
@@ -608,8 +607,8 @@ def runs_page(request, identity: Identity):
                 arguments[key] = request.GET[key]
         try:
             data = call_tool(identity, "list_runs", arguments)
-        except Invalid:
-            return redirect("runs")
+        except Invalid as error:  # a cursor this server never gave out, a state no run has
+            return refused(request, error)
         items, next_cursor = data["items"], data["nextCursor"]
     if listed and request.GET.get("state"):
         items = [row for row in items if row["state"] == request.GET["state"]]

@@ -211,18 +211,20 @@ def run_url(view: dict) -> str:
     return f"/runs/{view['run']['id']}/"
 
 
-def consent_url() -> str:
-    """Register an MCP client as one would (RFC 7591) and return the authorization request it would send."""
-    registered = Client().post(
-        "/identity/o/api/clients",
-        {"client_name": "Claude Code", "redirect_uris": ["http://127.0.0.1:33418/callback"],
-         "grant_types": ["authorization_code", "refresh_token"], "token_endpoint_auth_method": "none"},
-        content_type="application/json",
-    ).json()
+def consent_url(client_id: str | None = None) -> str:
+    """Register an MCP client as one would (RFC 7591), unless given one, and return the authorization request
+    it would send."""
+    if client_id is None:
+        client_id = Client().post(
+            "/identity/o/api/clients",
+            {"client_name": "Claude Code", "redirect_uris": ["http://127.0.0.1:33418/callback"],
+             "grant_types": ["authorization_code", "refresh_token"], "token_endpoint_auth_method": "none"},
+            content_type="application/json",
+        ).json()["client_id"]
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     return "/identity/o/authorize?" + urlencode({
-        "response_type": "code", "client_id": registered["client_id"], "scope": "agentprocess", "state": "s",
+        "response_type": "code", "client_id": client_id, "scope": "agentprocess", "state": "s",
         "redirect_uri": "http://127.0.0.1:33418/callback", "code_challenge": challenge,
         "code_challenge_method": "S256",
     })
