@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
+from urllib.parse import urlsplit
 
 from allauth.core import ratelimit
 from allauth.idp.oidc.adapter import get_adapter
@@ -30,8 +31,7 @@ from accounts import connections
 from base.storable import printable
 
 # The client metadata this server keeps (RFC 7591 §2), by the JSON type each must have: what it uses, and
-# what describes the client to an administrator. Anything else, post_logout_redirect_uris among it (a
-# registered client gets none), is dropped.
+# what describes the client to an administrator. Anything else is dropped.
 TEXT_FIELDS = (
     "client_name",
     "token_endpoint_auth_method",
@@ -43,7 +43,7 @@ TEXT_FIELDS = (
     "software_id",
     "software_version",
 )
-LIST_FIELDS = ("redirect_uris", "grant_types", "response_types", "contacts")
+LIST_FIELDS = ("redirect_uris", "post_logout_redirect_uris", "grant_types", "response_types", "contacts")
 # The rate limit's name in ACCOUNT_RATE_LIMITS, where allauth's rate limiter reads it.
 RATE_LIMIT_ACTION = "oauth_client_registration"
 
@@ -114,10 +114,26 @@ def parse_metadata(body: bytes) -> dict:
             problems.append(f"{field} has an entry longer than {max_chars} characters")
         else:
             metadata[field] = value
+    for uri in metadata.get("post_logout_redirect_uris", ()):
+        if (problem := logout_uri_problem(uri)) is not None:
+            problems.append(f"post_logout_redirect_uris: {printable(uri, 200)} {problem}")
     if problems:
         only_redirects = all(problem.startswith("redirect_uris ") for problem in problems)
         raise Refused(problems, error="invalid_redirect_uri" if only_redirects else "invalid_client_metadata")
     return metadata
+
+
+def logout_uri_problem(uri: str) -> str | None:
+    """Why a post-logout address cannot be registered: an absolute https address (http on loopback), no fragment."""
+    parts = urlsplit(uri)
+    loopback = parts.scheme == "http" and parts.hostname in ("127.0.0.1", "::1", "localhost")
+    if parts.scheme != "https" and not loopback:
+        return "is not an https address"
+    if not parts.hostname:
+        return "names no host"
+    if parts.fragment or uri.endswith("#"):
+        return "has a fragment"
+    return None
 
 
 def new_client(metadata: dict) -> Client:
@@ -138,6 +154,9 @@ def new_client(metadata: dict) -> Client:
     client.set_response_types(data["response_types"])
     client.set_scopes(data["scope"])
     client.set_redirect_uris(data["redirect_uris"])
+    # Logout sends a person back only to one of these, exactly, with an ID token issued to this client
+    # for them (accounts/redirects.py).
+    client.set_post_logout_redirect_uris(metadata.get("post_logout_redirect_uris", []))
     client.data = {"dcr": True, "client_metadata": metadata}
     try:
         get_adapter().validate_client_registration(client=client, client_metadata=metadata, token=None, bearer_token=None)

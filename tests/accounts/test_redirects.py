@@ -14,6 +14,7 @@ from allauth.idp.oidc.models import Client as OAuthClient
 from allauth.idp.oidc.models import Token
 from django.core.cache import cache
 
+from accounts import metadata_documents
 from accounts.models import Membership, Organization, User
 from accounts.redirects import redirect_uri_matches
 from tests.accounts.test_connect import REDIRECT, authorize_params, connect, consent, pkce, register
@@ -129,22 +130,13 @@ def test_a_client_from_a_metadata_document_is_matched_exactly_on_its_first_fetch
     document = json.dumps({"client_id": client_id, "client_name": "Doc", "redirect_uris": [HTTPS],
                            "scope": "agentprocess"}).encode()
 
-    class Fetched:
-        status_code, headers = 200, {}
-
-        def iter_content(self, chunk_size):
-            return iter([document])
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr("requests.get", lambda *a, **k: Fetched())
+    monkeypatch.setattr(metadata_documents, "fetch", lambda fetched_id: json.loads(document))
     _verifier, challenge = pkce()
     client.force_login(alice)
     response = client.get(
         "/identity/o/authorize", authorize_params(client_id, challenge, redirect_uri=HTTPS + "?next=https://evil.test/")
     )
-    assert OAuthClient.objects.filter(id=client_id).exists()  # allauth fetched and stored it
+    assert OAuthClient.objects.filter(id=client_id).exists()  # fetched and stored before the check
     assert response.status_code == 400 and "Location" not in response
     _html, location = consent(client, alice, client_id, redirect_uri=HTTPS)
     assert location.startswith(HTTPS + "?code=")

@@ -153,16 +153,26 @@ def test_unknown_fields_are_neither_stored_nor_returned(client):
         client,
         invented="x" * 1000,
         jwks={"keys": [{"kty": "oct"}]},
-        post_logout_redirect_uris=["https://app.example/bye"],
         software_id="cli-1",
         client_uri="https://app.example",
     )
     assert status == 201, body
-    assert "invented" not in body and "jwks" not in body and "post_logout_redirect_uris" not in body
+    assert "invented" not in body and "jwks" not in body
     assert body["software_id"] == "cli-1" and body["client_uri"] == "https://app.example"
     stored = OAuthClient.objects.get(id=body["client_id"]).data["client_metadata"]
     assert "invented" not in stored and "jwks" not in stored
     assert stored["client_uri"] == "https://app.example"
+
+
+def test_post_logout_addresses_are_kept_when_they_are_https_addresses(client):
+    # OpenID RP-initiated logout: the client names where a person may be sent back after signing out.
+    status, body = register(client, post_logout_redirect_uris=["https://app.example/bye", "http://127.0.0.1:9/bye"])
+    assert status == 201, body
+    assert OAuthClient.objects.get(id=body["client_id"]).get_post_logout_redirect_uris() == [
+        "https://app.example/bye", "http://127.0.0.1:9/bye"]
+    status, body = register(client, post_logout_redirect_uris=["http://app.example/bye", "https://app.example/b#x"])
+    assert status == 400 and body["error"] == "invalid_client_metadata"
+    assert "is not an https address" in body["error_description"] and "has a fragment" in body["error_description"]
 
 
 # --- what is no client metadata: 400, never a 500 ---
