@@ -343,7 +343,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "core-2",
     "SERVE_INCLUDE_SCHEMA": False,
     "OAS_VERSION": "3.1.0",
-    "POSTPROCESSING_HOOKS": ["api.openapi.add_tool_paths"],
+    "POSTPROCESSING_HOOKS": ["api.openapi.add_tool_paths", "api.oauth_openapi.add_oauth_paths"],
     # Swagger UI's scripts and styles come from this server (drf-spectacular-sidecar), never a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
