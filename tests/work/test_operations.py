@@ -166,8 +166,8 @@ def test_an_unknown_process_is_not_found(purchase, browser_of):
 def test_the_overview_counts_each_process_and_links_its_map_and_lists(purchase, scripted, browser_of):
     html = browser_of(purchase.people["ops"]).get("/operations/").content.decode()
     row = text_of(html.split("<tbody>")[1].split("</tr>")[0])
-    # at work: the late run; past due: its approval; failed: the failed and the cancelled
-    assert re.search(r"Purchase purchase · v1 Live map 1 1 past due 0 2 failed", row), row
+    # at work: the late run; past due: its approval; nobody on it, escalated: none; failed and cancelled apart
+    assert re.search(r"Purchase purchase · v1 Live map 1 1 past due 0 0 1 failed 1 cancelled", row), row
     assert 'href="/operations/purchase/?period=7d"' in html
     assert 'href="/runs/?attention=failed&amp;process=purchase&amp;period=7d"' in html
     assert 'href="/runs/?attention=overdue&amp;process=purchase"' in html
@@ -189,13 +189,19 @@ def listed_runs(html: str) -> list[str]:
     return re.findall(r'<td data-label="Run"><a href="/runs/(r_\d+)/">', html)
 
 
-def test_failed_and_cancelled_runs_are_listed_with_their_notes(purchase, scripted, browser_of):
-    html = browser_of(purchase.people["ops"]).get("/runs/?attention=failed").content.decode()
-    assert listed_runs(html) == [scripted["cancelled"]["run"]["id"], scripted["failed"]["run"]["id"]]
+def test_failed_and_cancelled_runs_are_listed_apart_with_their_notes(purchase, scripted, browser_of):
+    ops = browser_of(purchase.people["ops"])
+    html = ops.get("/runs/?attention=failed").content.decode()
+    assert listed_runs(html) == [scripted["failed"]["run"]["id"]]
     text = text_of(html)
-    assert "Cancelled at Request" in text and "Bought elsewhere." in text
     assert "Failed at Request" in text and "The vendor went out of business." in text
-    assert "Failed or cancelled in the last 7 days" in text
+    assert "Failed in the last 7 days" in text and "Bought elsewhere." not in text
+    html = ops.get("/runs/?attention=cancelled").content.decode()
+    assert listed_runs(html) == [scripted["cancelled"]["run"]["id"]]
+    text = text_of(html)
+    assert "Cancelled at Request" in text and "Bought elsewhere." in text and "Cancelled in the last 7 days" in text
+    overview = text_of(ops.get("/operations/").content.decode())
+    assert "1 failed in the last 7 days" in overview and "1 cancelled in the last 7 days" in overview
 
 
 def test_overdue_runs_are_listed(purchase, scripted, browser_of):
@@ -225,7 +231,7 @@ def test_an_agents_troubled_runs_are_listed(purchase, scripted, agent, browser_o
 
 
 def test_the_search_box_stays_and_narrows_an_attention_list(purchase, scripted, browser_of):
-    html = browser_of(purchase.people["ops"]).get("/runs/?attention=failed&q=Lamp").content.decode()
+    html = browser_of(purchase.people["ops"]).get("/runs/?attention=cancelled&q=Lamp").content.decode()
     assert 'id="runs-q"' in html
     assert listed_runs(html) == [scripted["cancelled"]["run"]["id"]]
 
