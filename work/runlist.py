@@ -8,12 +8,15 @@ their steps at work, their open work items, and the names of the agents holding 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import F, OuterRef, Subquery
 
 from accounts.identity import Identity
 from processes.kinds import WAIT_KINDS, StepKind
 from processes.wording import step_title
 from runs.models import ACTIVE_STATES, Run, RunStep, StepState, WorkItem, WorkItemState, public_pk
+from runs.transitions import RunState
 
 from . import display
 
@@ -33,18 +36,57 @@ def _soonest_due():
 
 
 def runs_sorted(identity: Identity, *, sort: str, process: str | None = None, state: str | None = None):
-    """The organization's runs, filtered, in the order `sort` names (started or updated latest first, or
-    soonest due first with the runs due nowhere after, newest first)."""
+    """The organization's runs, filtered, in the order `sort` names: started or updated latest first, or
+    (of the runs at work, unless a state is asked for) the one due soonest first, those due nowhere after."""
     runs = Run.objects.filter(organization=identity.organization).select_related("version")
     if process:
         runs = runs.filter(process_name=process)
     if state:
         runs = runs.filter(state=state)
+    elif sort == "due":
+        # Only a run at work has a step with a due date: the others need not be read to sort them last.
+        runs = runs.filter(state__in=(RunState.ACTIVE, RunState.WAITING))
     if sort == "updated":
         return runs.order_by("-updated_at", "-pk")
     if sort == "due":
         return runs.annotate(due=_soonest_due()).order_by(F("due").asc(nulls_last=True), "-started_at", "-pk")
     return runs.order_by("-started_at", "-pk")
+
+
+MAX_PAGE = 10_000
+
+
+@dataclass
+class Page:
+    """One page of a list read without counting the whole list: it knows only whether another follows."""
+
+    number: int
+    rows: list
+    has_next: bool
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_other_pages(self) -> bool:
+        return self.has_previous or self.has_next
+
+    @property
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+
+def page_of(runs, asked: str | None, size: int) -> Page:
+    """The page `asked` (the first for anything but a page number) of `size` runs, and whether more follow."""
+    number = int(asked) if asked and asked.isdigit() and 0 < int(asked) <= MAX_PAGE else 1
+    start = (number - 1) * size
+    rows = list(runs[start:start + size + 1])
+    return Page(number, rows[:size], len(rows) > size)
 
 
 def run_row(run: Run) -> dict:

@@ -612,9 +612,9 @@ def runs_page(request, identity: Identity):
         items = [search.run_row(run, found) for run in found.runs
                  if (not process or run.process_name == process) and (not state or run.state == state)]
     else:
-        page = Paginator(runlist.runs_sorted(identity, sort=sort, process=process, state=state),
-                         PAGE_SIZE).get_page(request.GET.get("page"))
-        items = [runlist.run_row(run) for run in page.object_list]
+        page = runlist.page_of(runlist.runs_sorted(identity, sort=sort, process=process, state=state),
+                               request.GET.get("page"), PAGE_SIZE)
+        items = [runlist.run_row(run) for run in page.rows]
     items = runlist.with_work(identity.organization, items)
     if page is None and (query or "sort" in request.GET):
         items = runlist.sorted_rows(items, sort)

@@ -174,3 +174,13 @@ def test_test_runs_are_badged_where_runs_are_listed(purchase, browser_of):
         rows = dict(re.findall(r'<a href="/runs/(r_\d+)/">r_\d+</a>(.*?)</td>', html, flags=re.S))
         assert "Test" in rows[test_run["run"]["id"]], path
         assert "Test" not in rows[live_run["run"]["id"]], path
+
+
+def test_by_due_date_the_runs_list_shows_the_runs_at_work(purchase, browser_of):
+    at_work = purchase(item="Desk")
+    ended = purchase(item="Pen")
+    decide(purchase.people["buyer"], open_item(ended), "failed", note="Not needed.")
+    client = browser_of(purchase.people["ops"])
+    assert listed_runs(client.get("/runs/", {"sort": "due"}).content.decode()) == [at_work["run"]["id"]]
+    html = client.get("/runs/", {"sort": "due", "state": "ended"}).content.decode()
+    assert listed_runs(html) == [ended["run"]["id"]]
