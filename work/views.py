@@ -623,13 +623,17 @@ def runs_page(request, identity: Identity):
                "processes": search.process_names(identity), "states": ["active", "waiting", "ended", "cancelled"],
                "attention": listed, "heading": heading, "lists": attention.LISTS[:-1],
                "period": request.GET.get("period", figures.DEFAULT_PERIOD), "agent": request.GET.get("agent", ""),
-               "kept": _kept_query(request.GET), "nav": "runs"}
+               "kept": _kept_query(request.GET, sort), "nav": "runs"}
     return render(request, "work/runs.html", context)
 
 
-def _kept_query(params, *, without=("page",)) -> str:
-    """The page's GET parameters but `without`, for a link that keeps the chosen order and filters."""
-    kept = [(key, value) for key, value in params.items() if key not in without and value]
+# What the runs list is asked for, kept by its page links (the page number aside).
+RUNS_PARAMETERS = ("q", "sort", "process", "state", "attention", "period", "agent")
+
+
+def _kept_query(params, sort: str) -> str:
+    """The runs list's parameters as asked, the order as shown, for a link to another page of the same list."""
+    kept = [(key, sort if key == "sort" else params[key]) for key in RUNS_PARAMETERS if params.get(key)]
     return urlencode(kept)
 
 
