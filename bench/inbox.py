@@ -1,5 +1,6 @@
 """The inbox page for a person with 1,000 open items and for one with 10 among them, with each of its
-filters; the item page of a run with 30 completed steps; and the search over 100,000 runs.
+filters and orders; the item page of a run with 30 completed steps; the search over 100,000 runs, by
+words too; and the runs list over them in each order.
 
     python bench/inbox.py [--items 1000] [--runs 100000] [--samples 20]
 
@@ -105,6 +106,8 @@ def main() -> None:
         ("  filtered: taken by me (1)", "/inbox/?show=taken"),
         ("  filtered: nobody on it", "/inbox/?show=unassigned"),
         ("  filtered: one process", "/inbox/?process=bench-approval"),
+        ("  sorted by due date", "/inbox/?sort=due"),
+        ("  sorted by process", "/inbox/?sort=process"),
         ("item page, run with 30 completed steps", f"/inbox/{item_id}/"),
         ("run page, 30 completed steps", f"/runs/{run_id}/"),
     ):
@@ -123,6 +126,10 @@ def main() -> None:
     wanted = f"CLM-{args.runs // 2:07d}"
     total = Run.objects.filter(organization=org).count()
     for label, text in ((f"a run by an input value among {total:,} runs", wanted),
+                        ("a run by one word of an input", "Okafor"),
+                        ("a run by the start of a word of an input", "okaf"),
+                        ("runs by a word of the process title, in every run", "review"),
+                        ("runs by two words, one rare", "zanele review"),
                         ("a run by a nested input value", f"RC-{args.runs // 3}"),
                         ("runs by part of the process name", "review"),
                         ("runs by who started them", "inbox-bench"),
@@ -133,25 +140,54 @@ def main() -> None:
         print(f"search, {label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries, {len(found.runs)} found")
     mean, _, p95, queries = measure(page(client, f"/search/?q={wanted}"), args.samples)
     print(f"search page for an input value: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+    from runs.search import runs_with_words
+
+    for label, words in (("one rare word", ["okafor"]), ("the start of a rare word", ["okaf"]),
+                         ("a word in every run", ["review"]), ("a word in no run", ["nowhere"])):
+        mean, _, p95, queries = measure(lambda words=words: runs_with_words(org.pk, words, limit=25), args.samples)
+        print(f"words look-up alone, {label}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+    mean, _, p95, queries = measure(page(client, "/search/?q=okaf"), args.samples)
+    print(f"search page for the start of a word: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+    client = Client()
+    assert client.login(email="approver@example.com", password="bench-password")
+    for sort in ("started", "updated", "due"):
+        mean, _, p95, queries = measure(page(client, f"/runs/?sort={sort}"), args.samples)
+        print(f"runs list of {total:,} runs by {sort}: {mean:.1f} ms mean, {p95:.1f} ms p95, {queries} queries")
+
+
+FIRST_NAMES = ("Amara", "Ben", "Chen", "Dara", "Emeka", "Farah", "Goran", "Hana", "Ines", "Jonas")
+LAST_NAMES = ("Adeyemi", "Baker", "Costa", "Dube", "Eriksen", "Fischer", "Garcia", "Haddad", "Ito", "Jansen")
 
 
 def grow_claims(organization, count: int) -> None:
-    """Add `count` ended runs in bulk, each with a claim id and a nested receipt number among its inputs."""
+    """Add `count` ended runs in bulk, each with a claim id, a customer's name and a nested receipt number among
+    its inputs, and each its search document; one customer in the middle is Zanele Okafor."""
+    import datetime as dt
+
     from django.utils import timezone
 
     from processes.models import ProcessVersion
-    from runs.models import Run
+    from runs.models import Run, RunSearch
+    from runs.search import document_row
 
     version = ProcessVersion.objects.get(process__organization=organization, process__name="bench-review")
     now = timezone.now()
+
+    def customer(i: int) -> str:
+        if i == count // 2:
+            return "Zanele Okafor"
+        return f"{FIRST_NAMES[i % 10]} {LAST_NAMES[i // 10 % 10]}"
+
     for start in range(0, count, 5000):
-        Run.objects.bulk_create(
+        runs = Run.objects.bulk_create(
             Run(organization=organization, version=version, process_name="bench-review", started_by="a_0",
-                state="ended", outcome="ok", started_at=now, updated_at=now,
-                data={"inputs": {"claim_id": f"CLM-{i:07d}", "amount": i % 500, "receipt": {"number": f"RC-{i}"}},
-                      "steps": {}})
+                state="ended", outcome="ok", started_at=now - dt.timedelta(seconds=count - i),
+                updated_at=now - dt.timedelta(seconds=count - i),
+                data={"inputs": {"claim_id": f"CLM-{i:07d}", "customer": customer(i), "amount": i % 500,
+                                 "receipt": {"number": f"RC-{i}"}}, "steps": {}})
             for i in range(start, min(start + 5000, count))
         )
+        RunSearch.objects.bulk_create(document_row(run) for run in runs)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,11 @@ to a person, to a group or to the operators (the constraint item_assigned_one_wa
 
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import connection
-from django.db.models import F
+from django.db.models import DateTimeField, F, Value
+from django.db.models.functions import Coalesce
 
 from accounts.identity import Identity
 
@@ -55,21 +58,33 @@ def assigned_parts(identity: Identity, *, operators: bool) -> list:
     return parts
 
 
+# Later than any due date: items without one come after every item with one.
+_NEVER = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)
+# The orders a person's open items may be read in: the values each needs, then the order, ties by age.
+ORDERS = {
+    "age": ({}, ("created_at", "pk")),
+    "due": ({"due": Coalesce("step__due_at", Value(_NEVER, output_field=DateTimeField()))},
+            ("due", "created_at", "pk")),
+    "process": ({"process": F("run__process_name")}, ("process", "created_at", "pk")),
+}
+
+
 class AssignedItems:
-    """A person's open items, oldest first: counted and sliced as a queryset would be, for a Paginator.
+    """A person's open items, oldest first (or in another of ORDERS): counted and sliced as a queryset would
+    be, for a Paginator.
 
     A slice reads the keys of its items from every part in one query, then the items themselves with
     `related` joined.
     """
 
-    ORDER = ("created_at", "pk")
-
-    def __init__(self, parts: list, related=()) -> None:
+    def __init__(self, parts: list, related=(), order: str = "age") -> None:
         self.parts = parts
         self.related = related
+        self.order = order
+        self.values, self.columns = ORDERS[order]
 
     def filter(self, *args, **kwargs) -> AssignedItems:
-        return AssignedItems([part.filter(*args, **kwargs) for part in self.parts], self.related)
+        return AssignedItems([part.filter(*args, **kwargs) for part in self.parts], self.related, self.order)
 
     def count(self) -> int:
         first, *rest = [part.values("pk").order_by() for part in self.parts]
@@ -81,14 +96,14 @@ class AssignedItems:
         start, stop = key.start or 0, key.stop
         if stop is not None and stop <= start:
             return []  # (a queryset sliced to nothing counts as empty, and a union drops it)
-        keys = [part.values_list(*self.ORDER) for part in self.parts]
+        keys = [part.annotate(**self.values).values_list(*self.columns) for part in self.parts]
         if len(keys) > 1:
             if stop is not None and connection.features.supports_slicing_ordering_in_compound:
-                keys = [part.order_by(*self.ORDER)[:stop] for part in keys]  # none gives more than the slice needs
+                keys = [part.order_by(*self.columns)[:stop] for part in keys]  # none gives more than the slice needs
             else:
                 keys = [part.order_by() for part in keys]
         first, *rest = keys
-        ids = [pk for _at, pk in (first.union(*rest, all=True).order_by(*self.ORDER) if rest else first)[start:stop]]
+        ids = [row[-1] for row in (first.union(*rest, all=True).order_by(*self.columns) if rest else first)[start:stop]]
         # Still open: an item decided between the two reads drops out of the page.
         rows = WorkItem.objects.filter(pk__in=ids, state=WorkItemState.OPEN).select_related(*self.related).in_bulk()
         return [rows[pk] for pk in ids if pk in rows]

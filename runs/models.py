@@ -464,3 +464,28 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.user}"
+
+
+class RunSearch(models.Model):
+    """The words a run is found by: its inputs' values, its process's title and its completed steps' outputs.
+
+    Written with the run (runs.search.keep_document): made when the run starts, written again when a
+    write changes what it holds. `document` is those words lowercased, each after a space, so a LIKE
+    finds the start of a word; on PostgreSQL the column `words` (its tsvector, migration 0012) and a GIN
+    index on it, run_search_words, answer a search with prefix matching.
+    """
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    # Indexed by run_search_newest, which leads with it.
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+", db_index=False)
+    started_at = models.DateTimeField()
+    document = models.TextField()
+
+    class Meta:
+        indexes = [
+            # Found runs newest first: for a common word the planner walks this and tests each row's words.
+            models.Index(fields=["organization", "started_at", "run"], name="run_search_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"words of r_{self.run_id}"

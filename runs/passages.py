@@ -2,17 +2,20 @@
 
 The engine calls these as it completes, rejects and fails steps, ends runs, refuses a submission or
 lets a lease end; `store.save` inserts the rows with the write's other statements, in the same round
-trip. Nothing here reads run data: each row carries what the figures count and time.
+trip. Nothing here reads run data: each row carries what the figures count and time. A test run leaves
+none: the operators' figures count real work only.
 """
 
 from __future__ import annotations
 
-from .models import How, Passage, RunStep
+from .models import How, Mode, Passage, RunStep
 from .store import LoadedRun
 
 
 def _passage(txn: LoadedRun, step_id: str, how: str, *, by: str, went_to=None, outcome=None, seconds=None) -> None:
     run = txn.run
+    if run.mode == Mode.TEST:
+        return
     txn.passages.append(Passage(
         organization_id=run.organization_id, run=run, process_name=run.process_name, version_id=run.version_id,
         step_id=step_id, how=how, went_to=went_to, outcome=outcome, by=by, at=txn.now, seconds=seconds,

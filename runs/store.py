@@ -19,7 +19,7 @@ from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
-from . import notices
+from . import notices, search
 from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
 
 
@@ -41,6 +41,7 @@ class LoadedRun:
     consumed: list[Event] = field(default_factory=list)
     lease_keys: list[int] = field(default_factory=list)  # reserved for new leases (load_for_write)
     passages: list = field(default_factory=list)  # the ways out of steps this write took (runs.passages)
+    loaded_data: dict | None = None  # the run's data as loaded: its search document changes only with it
 
     def step(self, step_id: str) -> RunStep:
         return self.steps[step_id]
@@ -161,6 +162,7 @@ def load(
         now=now or timezone.now(),
         also=extra,
         lease_keys=lease_keys,
+        loaded_data=locked.data,
     )
     if not may_have_items(txn.steps.values()):
         txn.holds_no_items()
@@ -179,6 +181,7 @@ def save(txn: LoadedRun) -> None:
         changes = sql.changes(run)
         sql.update(Run, run.pk, changes)
         ended = run.is_over and "state" in changes
+    search.keep_document(run, started=started, loaded_data=txn.loaded_data)
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.

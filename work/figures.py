@@ -1,7 +1,7 @@
 """The live map's figures for one process version: where its runs are now, and how they went in a period.
 
-Every figure comes from an aggregate over an index, never from run data: the steps at work now from
-step_active_now; the passages of whole days from their daily counts (runs.rollups), the rest of the
+Every figure comes from an aggregate over an index, never from run data, and counts live runs only
+(test runs leave no passages, and their steps are left out): the steps at work now from step_active_now; the passages of whole days from their daily counts (runs.rollups), the rest of the
 period from passage_map. Percentiles are worked out here from the times and the counted bands.
 """
 
@@ -19,7 +19,7 @@ from base import sql
 from processes.definition import JOIN, Definition
 from processes.kinds import StepKind
 from runs import rollups
-from runs.models import ACTIVE_STATES, How, Passage, PassageDay, RunStep
+from runs.models import ACTIVE_STATES, How, Mode, Passage, PassageDay, RunStep
 
 # The periods a person may choose: (key, words, length).
 PERIODS = (
@@ -104,7 +104,7 @@ def _now_query(organization_id: int, version_id: int) -> tuple[str, list]:
     return (
         f"SELECT step_id, state, overdue, COUNT(*) FROM {RunStep._meta.db_table}"
         f" WHERE organization_id = %s AND version_id = %s AND state IN ({_quoted(ACTIVE_STATES)})"
-        " GROUP BY step_id, state, overdue",
+        f" AND mode = '{Mode.LIVE}' GROUP BY step_id, state, overdue",
         [organization_id, version_id],
     )
 
@@ -211,6 +211,7 @@ def runs_at_step(organization_id: int, version_id: int, step_id: str, *, limit: 
     """The rows of the version's runs at `step_id` now, the longest there first."""
     where = (
         f"t.organization_id = %s AND t.version_id = %s AND t.step_id = %s AND t.state IN ({_quoted(ACTIVE_STATES)})"
+        f" AND t.mode = '{Mode.LIVE}'"
     )
     return sql.select(RunStep, where, [organization_id, version_id, step_id],
                       suffix=f"ORDER BY t.ready_since, t.id LIMIT {int(limit)}")

@@ -17,13 +17,21 @@ from runs.models import OVERDUE_NOW, Notification, Run, RunStep, StepState, Work
 # The inbox's views of my work: (key, label). "Unassigned" is my groups' items nobody has taken.
 SHOWS = (("", "All"), ("mine", "Assigned to me"), ("groups", "My groups'"), ("taken", "Taken by me"),
          ("unassigned", "Nobody on it"))
+# The orders the inbox offers: (key, label), the first the default (runs.assignments.ORDERS).
+SORTS = (("age", "Oldest first"), ("due", "Due soonest"), ("process", "By process"))
 
 
-def inbox_items(identity: Identity, *, process: str | None = None, show: str = ""):
-    """My open work items other than escalations, oldest first, each with its run, step and who took it."""
+def sort_key(value: str | None) -> str:
+    """The inbox order asked for, or the default for anything else."""
+    return value if value in dict(SORTS) else SORTS[0][0]
+
+
+def inbox_items(identity: Identity, *, process: str | None = None, show: str = "", sort: str = "age"):
+    """My open work items other than escalations, oldest first or as sorted, each with its run, step and who took it."""
     mine, *groups = assigned_parts(identity, operators=False)
     parts = {"mine": [mine], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
-    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by"))
+    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by"),
+                          sort_key(sort))
     if show == "taken":
         items = items.filter(taken_by=identity.user)
     elif show == "unassigned":

@@ -60,7 +60,7 @@ def overview(request, identity: Identity):
               .values_list("process__name").annotate(number=Max("number")).order_by("process__name"))
     processes = [{"name": name, "title": step_title(name), "version": number, **counts.get(name, _none())}
                  for name, number in latest]
-    totals = {key: sum(p[key] for p in processes) for key in ("active", "overdue", "unclaimed", "failed")}
+    totals = {key: sum(p[key] for p in processes) for key in attention.FIGURES}
     context = {
         "identity": identity, "processes": processes, "totals": totals, "period": period,
         "periods": figures.PERIODS, "period_words": figures.period_words(period),
@@ -71,7 +71,7 @@ def overview(request, identity: Identity):
 
 
 def _none() -> dict[str, int]:
-    return {"active": 0, "overdue": 0, "unclaimed": 0, "failed": 0}
+    return dict.fromkeys(attention.FIGURES, 0)
 
 
 # --- a live map ---------------------------------------------------------------------------------

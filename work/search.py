@@ -1,23 +1,21 @@
 """One search box for the people pages: my work items, the organization's runs and its processes.
 
 A run is found by its id, its process (any part of the name), its state, who started it (any part of a
-name or email), or any input value, at any depth. On PostgreSQL the input value is looked for with a
-jsonpath over the GIN index run_inputs; elsewhere through SQLite's json_tree.
+name or email), or by words: the start of a word of any input value, of its process's title or of a
+completed step's output (runs.search). Each found run says where it matched.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.db.models import Q
-from django.db.models.expressions import RawSQL
 
 from accounts.identity import Identity
 from accounts.models import Agent, User
 from processes.models import Process
+from runs import search as run_search
 from runs.assignments import AssignedItems, assigned_parts
 from runs.models import Run, public_pk
 from runs.transitions import RunState
@@ -25,9 +23,8 @@ from runs.transitions import RunState
 LIMIT = 25
 MAX_QUERY = 200
 STATES = {state.value for state in RunState}
-# ASCII digits only: another script's digits are searched for as text (`\d` takes them, jsonpath does not).
-_RUN_ID = re.compile(r"^r_[0-9]{1,19}$")
-_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+# ASCII digits only: another script's digits are searched for as text.
+_RUN_ID = re.compile(r"^r_([0-9]{1,18})$")
 
 
 @dataclass
@@ -37,6 +34,8 @@ class Found:
     runs: list = field(default_factory=list)
     processes: list = field(default_factory=list)
     problem: str | None = None
+    # For each found run's key, where it matched: "input customer: Zanele Okafor", "process title: …".
+    why: dict = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -55,34 +54,42 @@ def search(identity: Identity, text: str) -> Found:
     organization = identity.organization
     found.processes = list(Process.objects.filter(organization=organization, name__icontains=query)
                            .order_by("name")[:LIMIT])
-    run_ids = _run_ids(identity, query, [process.name for process in found.processes])
+    ways = _run_ids(identity, query, [process.name for process in found.processes])
+    run_ids = list(dict.fromkeys(pk for keys in ways.values() for pk in keys))
     found.runs = list(Run.objects.filter(pk__in=run_ids).select_related("version").order_by("-started_at", "-pk"))
+    found.why = {run.pk: _why(run, query, ways) for run in found.runs}
     items = AssignedItems(assigned_parts(identity, operators=True), ("run__version", "step", "assigned_group", "taken_by"))
     matching = Q(run_id__in=run_ids) | Q(step__step_id__icontains=query.replace(" ", "_"))
     found.items = items.filter(matching)[:LIMIT]
     return found
 
 
-def _run_ids(identity: Identity, query: str, process_names: list[str]) -> list[int]:
-    """The keys of the newest runs found each way, at most LIMIT of each, newest first."""
+def _run_ids(identity: Identity, query: str, process_names: list[str]) -> dict[str, list[int]]:
+    """The keys of the newest runs found each way, at most LIMIT of each, newest first, by way."""
     runs = Run.objects.filter(organization=identity.organization)
     newest = ("-started_at", "-pk")
-    ways = []
+    ways = {}
     exact_id = _RUN_ID.match(query)
     if exact_id:
-        ways.append(runs.filter(pk=public_pk(query, "r")))
+        ways["run id"] = runs.filter(pk=public_pk(query, "r"))
     if query.lower() in STATES:
-        ways.append(runs.filter(state=query.lower()))
+        ways["state"] = runs.filter(state=query.lower())
     if process_names:
-        ways.append(runs.filter(process_name__in=process_names))
+        ways["process name"] = runs.filter(process_name__in=process_names)
     starters = _starter_refs(identity, query)
     if starters:
-        ways.append(runs.filter(started_by__in=starters))
-    ways.append(runs.filter(input_value(query)))
-    keys: dict[int, None] = {}
-    for way in ways:
-        keys.update(dict.fromkeys(way.order_by(*newest).values_list("pk", flat=True)[:LIMIT]))
-    return list(keys)
+        ways["started by"] = runs.filter(started_by__in=starters)
+    keys = {way: list(found.order_by(*newest).values_list("pk", flat=True)[:LIMIT]) for way, found in ways.items()}
+    keys["words"] = run_search.runs_with_words(identity.organization.pk, run_search.search_words(query), limit=LIMIT)
+    return keys
+
+
+def _why(run: Run, query: str, ways: dict[str, list[int]]) -> list[str]:
+    """Where a found run matched, as people read it: the ways that found it, the places its words are."""
+    shown = [way for way, keys in ways.items() if way != "words" and run.pk in keys]
+    if run.pk in ways["words"]:
+        shown += run_search.matched(run.process_name, run.data, run_search.search_words(query))
+    return shown
 
 
 def _starter_refs(identity: Identity, query: str) -> list[str]:
@@ -96,31 +103,13 @@ def _starter_refs(identity: Identity, query: str) -> list[str]:
     ]
 
 
-def input_value(query: str) -> Q:
-    """Runs with an input equal to the text (or to the number it spells), at any depth of the inputs."""
-    if connection.vendor == "postgresql":
-        # A jsonpath over the GIN index run_inputs (jsonb_ops indexes every value); the text is quoted
-        # as a JSON string, which is a jsonpath string literal, and passed as a parameter.
-        wanted = f"@ == {json.dumps(query)}" + (f" || @ == {query}" if _NUMBER.match(query) else "")
-        return Q(pk__in=RawSQL(
-            f"SELECT id FROM {Run._meta.db_table} WHERE (data -> 'inputs') @? %s::jsonpath",
-            [f"strict $.** ? ({wanted})"],
-        ))
-    values = [query, *([float(query)] if _NUMBER.match(query) else [])]
-    marks = ", ".join(["%s"] * len(values))
-    return Q(pk__in=RawSQL(
-        f"SELECT r.id FROM {Run._meta.db_table} r, json_tree(r.data, '$.inputs') j "
-        f"WHERE j.atom IN ({marks}) AND j.type IN ('text', 'integer', 'real')",
-        values,
-    ))
-
-
 def process_names(identity: Identity) -> list[str]:
     """The organization's process names, for a filter."""
     return list(Process.objects.filter(organization=identity.organization).order_by("name").values_list("name", flat=True))
 
 
-def run_row(run: Run) -> dict:
-    """A found run in the shape `list_runs` gives one, for the same table."""
+def run_row(run: Run, found: Found | None = None) -> dict:
+    """A found run in the shape of the runs list, with where it matched."""
     return {"id": run.public_id, "process": run.process_name, "version": run.version.number, "state": run.state,
-            "outcome": run.outcome, "inputs": (run.data or {}).get("inputs", {}), "startedAt": run.started_at}
+            "outcome": run.outcome, "inputs": (run.data or {}).get("inputs", {}), "startedAt": run.started_at,
+            "mode": run.mode, "matched": found.why.get(run.pk, []) if found else []}

@@ -19,6 +19,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.identity import Identity
@@ -33,7 +34,7 @@ from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Sta
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import attention, display, figures, inbox, search
+from . import attention, display, figures, inbox, runlist, search
 from .forms import apply_change, controls_for, place_problems, read_values, summary, too_large
 from .people import members_of, picker, suggestions
 
@@ -149,7 +150,8 @@ def inbox_page(request, identity: Identity):
     process = request.GET.get("process") or None
     show = request.GET.get("show", "")
     show = show if show in dict(inbox.SHOWS) else ""
-    items = inbox.inbox_items(identity, process=process, show=show)
+    sort = inbox.sort_key(request.GET.get("sort"))
+    items = inbox.inbox_items(identity, process=process, show=show, sort=sort)
     page = Paginator(items, PAGE_SIZE).get_page(optional_integer(request.GET, "page", minimum=1))
     newest, unread = inbox.notifications_for(identity)
     overdue_items, overdue_steps = inbox.overdue_work(identity)
@@ -160,6 +162,9 @@ def inbox_page(request, identity: Identity):
         "process": process,
         "show": show,
         "shows": inbox.SHOWS,
+        "sort": sort,
+        "sorts": inbox.SORTS,
+        "links": _inbox_links(process=process, show=show, sort=sort),
         "counts": inbox.process_counts(identity),
         "escalations": _rows(inbox.escalation_queue(identity)),
         "overdue_items": _rows(overdue_items),
@@ -170,6 +175,23 @@ def inbox_page(request, identity: Identity):
         "nav": "inbox",
     }
     return render(request, "work/inbox.html", context)
+
+
+def _inbox_links(*, process: str | None, show: str, sort: str) -> dict:
+    """The inbox's links, each keeping the order and filters it does not change."""
+    def query(**changed) -> str:
+        params = {"show": show, "process": process or "", "sort": "" if sort == inbox.SORTS[0][0] else sort, **changed}
+        return urlencode([(key, value) for key, value in params.items() if value])
+
+    def prefix(text: str) -> str:  # what comes before one more parameter
+        return f"?{text}&" if text else "?"
+
+    return {
+        "shows": [(key, name, "?" + query(show=key)) for key, name in inbox.SHOWS],
+        "all_processes": "?" + query(process=""),
+        "process": prefix(query(process="")),
+        "page": prefix(query()),
+    }
 
 
 @require_POST
@@ -578,10 +600,14 @@ def cancel_run(request, identity: Identity, run_id: str):
 @require_http_methods(["GET", "HEAD"])
 @person_page
 def runs_page(request, identity: Identity):
-    """List the organization's runs, newest first, through `list_runs`; or those a search finds; or, for
-    operators, the runs needing attention."""
+    """List the organization's runs, newest first or as sorted; or those a search finds; or, for operators,
+    the runs needing attention. Each run names the steps it is at and who is on them."""
     query = request.GET.get("q", "").strip()
     listed = request.GET.get("attention", "")
+    sort = runlist.sort_key(request.GET.get("sort"))
+    process, state = request.GET.get("process") or None, request.GET.get("state") or None
+    page, found, heading = None, None, None
+    timers.catch_up(organization=identity.organization)  # what time has made overdue shows at once
     if listed:
         if not identity.is_operator:
             return refused(request, Forbidden("Only the operators of your organization see the runs needing attention."))
@@ -589,36 +615,41 @@ def runs_page(request, identity: Identity):
         if problems:
             return render(request, "work/refused.html", {"error": Invalid("This list cannot be shown.", problems)},
                           status=400)
-        found, next_cursor = None, None
         if query:
             found = search.search(identity, query)
-            ids = {run.public_id for run in found.runs}
-            items = [row for row in items if row["id"] in ids]
+            matched = {run.public_id: found.why.get(run.pk, []) for run in found.runs}
+            items = [{**row, "matched": matched[row["id"]]} for row in items if row["id"] in matched]
+        if state:
+            items = [row for row in items if row["state"] == state]
     elif query:
         found = search.search(identity, query)
-        process, state = request.GET.get("process"), request.GET.get("state")
-        items = [search.run_row(run) for run in found.runs
+        items = [search.run_row(run, found) for run in found.runs
                  if (not process or run.process_name == process) and (not state or run.state == state)]
-        next_cursor, heading = None, None
     else:
-        found, heading, arguments = None, None, {"limit": PAGE_SIZE}
-        for key in ("process", "state", "cursor"):
-            if request.GET.get(key):
-                arguments[key] = request.GET[key]
-        try:
-            data = call_tool(identity, "list_runs", arguments)
-        except Invalid as error:  # a cursor this server never gave out, a state no run has
-            return refused(request, error)
-        items, next_cursor = data["items"], data["nextCursor"]
-    if listed and request.GET.get("state"):
-        items = [row for row in items if row["state"] == request.GET["state"]]
-    context = {"identity": identity, "items": items, "next_cursor": next_cursor, "q": query, "found": found,
-               "process": request.GET.get("process", ""), "state": request.GET.get("state", ""),
+        page = runlist.page_of(runlist.runs_sorted(identity, sort=sort, process=process, state=state),
+                               optional_integer(request.GET, "page", minimum=1, maximum=runlist.MAX_PAGE),
+                               PAGE_SIZE)
+        items = [runlist.run_row(run) for run in page.rows]
+    items = runlist.with_work(identity.organization, items)
+    if page is None and (query or "sort" in request.GET):
+        items = runlist.sorted_rows(items, sort)
+    context = {"identity": identity, "items": items, "page": page, "q": query, "found": found,
+               "process": process or "", "state": state or "", "sort": sort, "sorts": runlist.SORTS,
                "processes": search.process_names(identity), "states": ["active", "waiting", "ended", "cancelled"],
-               "attention": listed, "heading": heading, "lists": attention.LISTS[:3],
+               "attention": listed, "heading": heading, "lists": attention.LISTS[:-1],
                "period": request.GET.get("period", figures.DEFAULT_PERIOD), "agent": request.GET.get("agent", ""),
-               "nav": "runs"}
+               "kept": _kept_query(request.GET, sort), "nav": "runs"}
     return render(request, "work/runs.html", context)
+
+
+# What the runs list is asked for, kept by its page links (the page number aside).
+RUNS_PARAMETERS = ("q", "sort", "process", "state", "attention", "period", "agent")
+
+
+def _kept_query(params, sort: str) -> str:
+    """The runs list's parameters as asked, the order as shown, for a link to another page of the same list."""
+    kept = [(key, sort if key == "sort" else params[key]) for key in RUNS_PARAMETERS if params.get(key)]
+    return urlencode(kept)
 
 
 def _needing_attention(identity: Identity, params, listed: str) -> tuple[list[dict], str, list[str]]:
@@ -636,8 +667,12 @@ def _needing_attention(identity: Identity, params, listed: str) -> tuple[list[di
         return [], "", problems
     organization, process = identity.organization, params.get("process") or None
     since, words = figures.period_start(period), figures.period_words(period)
-    if listed == "failed":
-        return attention.failed_runs(organization, since=since, process=process), f"Failed or cancelled in {words}", []
+    if listed in ("failed", "cancelled"):
+        cancelled = listed == "cancelled"
+        return (attention.failed_runs(organization, since=since, process=process, cancelled=cancelled),
+                f"{'Cancelled' if cancelled else 'Failed'} in {words}", [])
+    if listed == "escalated":
+        return attention.escalated_runs(organization, process=process), "Escalated to operators now", []
     if listed == "overdue":
         timers.catch_up(organization=organization)  # a step just past its due shows at once
         return attention.overdue_runs(organization, process=process), "Past their due now", []
@@ -655,5 +690,5 @@ def search_page(request, identity: Identity):
     """One box for everything: my work items, the organization's runs and its processes."""
     found = search.search(identity, request.GET.get("q", ""))
     context = {"identity": identity, "found": found, "q": found.query, "rows": _rows(found.items),
-               "runs": [search.run_row(run) for run in found.runs]}
+               "runs": runlist.with_work(identity.organization, [search.run_row(run, found) for run in found.runs])}
     return render(request, "work/search.html", context, status=400 if found.problem else 200)

@@ -52,7 +52,7 @@ class Page(NamedTuple):
 
 PAGES = [
     Page("home", "GET", {}, {"next": "/inbox/"}),
-    Page("inbox", "GET", {}, {"page": "1", "process": "purchase", "show": "groups"}),
+    Page("inbox", "GET", {}, {"page": "1", "process": "purchase", "show": "groups", "sort": "due"}),
     Page("notices-read", "POST", {}, {"notice": "1"}),
     Page("item", "GET", {"item_id": "item"}, {"x": "1"}),
     Page("item", "POST", {"item_id": "item"}, {
@@ -63,7 +63,7 @@ PAGES = [
     Page("item-take", "POST", {"item_id": "item"}, {"holder": "1", "back": "inbox"}),
     Page("item-release", "POST", {"item_id": "item"}, {"back": "inbox"}),
     Page("runs", "GET", {}, {"q": "purchase", "attention": "failed", "period": "24h", "agent": "a_1",
-                             "process": "purchase", "state": "active", "cursor": "WyIyMDI2Il0"}),
+                             "process": "purchase", "state": "active", "page": "1", "sort": "due"}),
     Page("search", "GET", {}, {"q": "123"}),
     Page("run", "GET", {"run_id": "run"}, {"x": "1"}),
     Page("run-cancel", "POST", {"run_id": "run"}, {"reason": "Duplicate.", "requestId": ""}),
@@ -88,6 +88,9 @@ PAGES = [
                                "refresh_token": "r", "resource": ""}),
     Page("device-code", "POST", {}, {"client_id": "", "scope": "agentprocess"}),
     Page("revoke", "POST", {}, {"token": "t", "client_id": ""}),
+    Page("client-registration", "POST", {}, {"client_name": "c", "redirect_uris": "https://ok.test/cb"}),
+    Page("oidc-logout", "GET", {}, {"client_id": "", "post_logout_redirect_uri": "https://ok.test/bye",
+                                    "id_token_hint": "", "state": "s"}),
     Page("oauth-authorization-server", "GET", {}, {"x": "1"}),
     Page("oauth-protected-resource", "GET", {}, {"x": "1"}),
     Page("oauth-protected-resource-mcp", "GET", {}, {"x": "1"}),

@@ -166,8 +166,8 @@ def test_an_unknown_process_is_not_found(purchase, browser_of):
 def test_the_overview_counts_each_process_and_links_its_map_and_lists(purchase, scripted, browser_of):
     html = browser_of(purchase.people["ops"]).get("/operations/").content.decode()
     row = text_of(html.split("<tbody>")[1].split("</tr>")[0])
-    # at work: the late run; past due: its approval; failed: the failed and the cancelled
-    assert re.search(r"Purchase purchase · v1 Live map 1 1 past due 0 2 failed", row), row
+    # at work: the late run; past due: its approval; nobody on it, escalated: none; failed and cancelled apart
+    assert re.search(r"Purchase purchase · v1 Live map 1 1 past due 0 0 1 failed 1 cancelled", row), row
     assert 'href="/operations/purchase/?period=7d"' in html
     assert 'href="/runs/?attention=failed&amp;process=purchase&amp;period=7d"' in html
     assert 'href="/runs/?attention=overdue&amp;process=purchase"' in html
@@ -189,13 +189,19 @@ def listed_runs(html: str) -> list[str]:
     return re.findall(r'<td data-label="Run"><a href="/runs/(r_\d+)/">', html)
 
 
-def test_failed_and_cancelled_runs_are_listed_with_their_notes(purchase, scripted, browser_of):
-    html = browser_of(purchase.people["ops"]).get("/runs/?attention=failed").content.decode()
-    assert listed_runs(html) == [scripted["cancelled"]["run"]["id"], scripted["failed"]["run"]["id"]]
+def test_failed_and_cancelled_runs_are_listed_apart_with_their_notes(purchase, scripted, browser_of):
+    ops = browser_of(purchase.people["ops"])
+    html = ops.get("/runs/?attention=failed").content.decode()
+    assert listed_runs(html) == [scripted["failed"]["run"]["id"]]
     text = text_of(html)
-    assert "Cancelled at Request" in text and "Bought elsewhere." in text
     assert "Failed at Request" in text and "The vendor went out of business." in text
-    assert "Failed or cancelled in the last 7 days" in text
+    assert "Failed in the last 7 days" in text and "Bought elsewhere." not in text
+    html = ops.get("/runs/?attention=cancelled").content.decode()
+    assert listed_runs(html) == [scripted["cancelled"]["run"]["id"]]
+    text = text_of(html)
+    assert "Cancelled at Request" in text and "Bought elsewhere." in text and "Cancelled in the last 7 days" in text
+    overview = text_of(ops.get("/operations/").content.decode())
+    assert "1 failed in the last 7 days" in overview and "1 cancelled in the last 7 days" in overview
 
 
 def test_overdue_runs_are_listed(purchase, scripted, browser_of):
@@ -225,7 +231,7 @@ def test_an_agents_troubled_runs_are_listed(purchase, scripted, agent, browser_o
 
 
 def test_the_search_box_stays_and_narrows_an_attention_list(purchase, scripted, browser_of):
-    html = browser_of(purchase.people["ops"]).get("/runs/?attention=failed&q=Lamp").content.decode()
+    html = browser_of(purchase.people["ops"]).get("/runs/?attention=cancelled&q=Lamp").content.decode()
     assert 'id="runs-q"' in html
     assert listed_runs(html) == [scripted["cancelled"]["run"]["id"]]
 
@@ -303,3 +309,55 @@ def test_whole_days_are_counted_once_and_read_with_the_rest(purchase, scripted, 
     assert again.edges == week.edges and again.steps["order"].median == order.median
     assert figures.map_figures(org.pk, version, definition, now - dt.timedelta(days=30), now=now).edges[
         ("order", "done", "forward")] == 6  # the 40-day-old one is in no period
+
+
+# --- escalations, and test runs left out ------------------------------------------------------------
+
+
+def escalated_order(purchase, agent, *, mode: str = "live", note: str = "The vendor portal is down.") -> dict:
+    buyer, manager = purchase.people["buyer"], purchase.people["manager"]
+    view = decide(manager, open_item(complete_request(buyer, purchase(mode=mode))), "approved")
+    token = agent.write("claim", runId=view["run"]["id"], stepId="order")["token"]
+    return agent.write("escalate", token=token, note=note)
+
+
+def test_escalations_have_their_own_count_card_and_list(purchase, scripted, agent, browser_of):
+    # spec §3.4: an escalated agent step waits for the operators
+    escalated = escalated_order(purchase, agent)
+    ops = browser_of(purchase.people["ops"])
+    html = ops.get("/operations/").content.decode()
+    assert re.search(r'<a href="/runs/\?attention=escalated"><strong>1</strong> escalation waiting for operators</a>',
+                     html)
+    row = text_of(html.split("<tbody>")[1].split("</tr>")[0])
+    assert "1 escalated" in row
+    assert 'href="/runs/?attention=escalated&amp;process=purchase"' in html
+    html = ops.get("/runs/?attention=escalated").content.decode()
+    assert listed_runs(html) == [escalated["run"]["id"]]
+    text = text_of(html)
+    assert "Escalated to operators now" in text and "Order escalated to operators" in text
+    assert "The vendor portal is down." in text
+    assert '<option value="escalated" selected>' in html  # a filter of the runs list like the others
+    # Nobody else has one: the other runs are in no escalation list.
+    assert listed_runs(ops.get("/runs/?attention=escalated&process=other").content.decode()) == []
+
+
+def test_test_runs_are_left_out_of_every_figure_and_list(purchase, agent, browser_of):
+    ops = purchase.people["ops"]
+    escalated_order(purchase, agent, mode="test")
+    failed = purchase(mode="test", item="Chair")
+    decide(purchase.people["buyer"], open_item(failed), "failed", note="Not needed.")
+    cancelled = purchase(mode="test", item="Lamp")
+    call_tool(ops, "cancel", {"runId": cancelled["run"]["id"], "reason": "A trial.", "requestId": rid()})
+    late = complete_request(purchase.people["buyer"], purchase(mode="test", item="Desk"))
+    age(late["run"]["id"], 2 * 86400)
+    client = browser_of(ops)
+    html = client.get("/operations/").content.decode()
+    row = text_of(html.split("<tbody>")[1].split("</tr>")[0])
+    assert re.search(r"Purchase purchase · v1 Live map 0 0 0 0 0 0", row), row
+    for key in ("failed", "cancelled", "escalated", "overdue"):
+        assert listed_runs(client.get(f"/runs/?attention={key}").content.decode()) == [], key
+    svg = svg_of(client.get("/operations/purchase/").content.decode())
+    assert "with a person" not in svg and "failed" not in svg and "escalated" not in svg
+    # The runs list still shows them, each marked as a test.
+    html = client.get("/runs/").content.decode()
+    assert len(listed_runs(html)) == 4 and html.count('<span class="badge badge-test">Test</span>') == 4

@@ -86,10 +86,10 @@ def test_other_scripts_digits_are_searched_for_as_text(purchase, publish, agent,
     assert len(found_runs(client, value)) == expected
 
 
-def test_a_cursor_not_given_out_by_the_server_is_a_400_naming_it(purchase, browser_of):
-    response = browser_of(purchase.people["ops"]).get("/runs/", {"cursor": "not-a-cursor"})
+def test_a_runs_page_number_in_another_script_is_a_400_naming_it(purchase, browser_of):
+    response = browser_of(purchase.people["ops"]).get("/runs/", {"page": "²"})
     assert response.status_code == 400
-    assert "cursor: not recognised" in response.content.decode()
+    assert "page:" in response.content.decode()
 
 
 def test_the_agent_to_disconnect_is_a_number_or_a_400(purchase, browser_of):

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.runs.conftest import ToolCaller
-from tests.work.conftest import open_item
+from tests.work.conftest import decide, open_item
 
 CLAIM = """---
 name: expense-claim
@@ -54,9 +54,10 @@ def test_a_run_is_found_by_aninput_value_at_any_depth(claims, browser_of):
     assert found_runs(client, "CLM-2026-0042") == [wanted["run"]["id"]]
     assert found_runs(client, "RC-77") == [wanted["run"]["id"]]
     assert found_runs(client, "  CLM-2026-0042 ") == [wanted["run"]["id"]]  # spaces around are not part of it
-    # A number matches the number it spells; a part of a value does not find it.
+    # A number matches the number it spells; the start of a value's words finds it, other words do not.
     assert len(found_runs(client, "12.5")) == 2
-    assert found_runs(client, "CLM-2026") == []
+    assert len(found_runs(client, "CLM-2026")) == 2
+    assert found_runs(client, "CLM-2027") == []
 
 
 def test_runs_are_found_by_part_of_the_process_name_newest_first(claims, browser_of):
@@ -130,21 +131,116 @@ def test_search_queries_do_not_grow_with_the_number_of_runs(claims, browser_of):
     assert count() == few
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the GIN index run_inputs is PostgreSQL's (set DATABASE_URL)")
-def test_on_postgresql_an_input_value_is_looked_up_by_the_inputs_index(claims):
-    from runs.models import Run
-    from work.search import input_value
+@pytest.mark.skipif(connection.vendor != "postgresql",
+                    reason="the GIN index run_search_words is PostgreSQL's (set DATABASE_URL)")
+def test_on_postgresql_a_word_is_looked_up_by_the_words_index(claims, org):
+    from runs.search import words_query
 
-    wanted = claims("CLM-1")
+    wanted = claims("Zanele-Okafor")
     claims("CLM-2")
-    query = Run.objects.filter(input_value("CLM-1")).values("pk")
+    statement, params = words_query(org.pk, ["okaf"], 25)
     with connection.cursor() as cursor:
-        # What a big table makes the planner choose (bench/inbox.py shows it does at 100,000 runs): with
-        # neither a whole-table read nor a walk of another index allowed, only run_inputs can answer.
+        # What a rare word makes the planner choose among many runs (bench/inbox.py): with neither a
+        # whole-table read nor the organization's index (dropped in the test's transaction, undone after)
+        # at hand, only run_search_words can answer.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_indexscan = off")
-        sql, params = query.query.sql_with_params()
-        cursor.execute(f"EXPLAIN {sql}", params)
+        cursor.execute("DROP INDEX run_search_newest")
+        cursor.execute(f"EXPLAIN {statement}", params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "Bitmap Index Scan on run_inputs" in plan, plan
-    assert list(query) == [{"pk": int(wanted["run"]["id"][2:])}]
+        cursor.execute(statement, params)
+        found = [pk for (pk,) in cursor.fetchall()]
+    assert "Bitmap Index Scan on run_search_words" in plan, plan
+    assert found == [int(wanted["run"]["id"][2:])]
+
+
+# --- by words: inputs, the process's title, completed outputs -----------------------------------------
+
+LAPTOP = """---
+name: laptop-request
+description: Someone needs a laptop.
+inputs:
+  customer: string
+  order: { type: object, optional: true }
+steps:
+  - id: review
+    person: managers
+    task: Review the request.
+    output:
+      comment: string
+  - id: done
+    finish: ok
+---
+"""
+
+
+def found_with_why(client, text: str) -> dict[str, str]:
+    """The runs the search page finds, each with the text of its "Matched" cell."""
+    html = client.get("/search/", {"q": text}).content.decode()
+    if 'id="found-runs"' not in html:
+        return {}
+    rows = re.findall(r'<a href="/runs/(r_\d+)/">.*?<td data-label="Matched"[^>]*>(.*?)</td>',
+                      html.split('id="found-runs"')[1], flags=re.S)
+    return {run_id: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", cell)).strip() for run_id, cell in rows}
+
+
+@pytest.fixture
+def laptops(purchase, publish, agent):
+    publish(LAPTOP)
+
+    def start(customer: str, **inputs) -> dict:
+        return agent.write("start_run", process="laptop-request", inputs={"customer": customer, **inputs})
+
+    return start
+
+
+def test_a_word_or_the_start_of_one_inside_an_input_finds_the_run_and_says_where(laptops, purchase, browser_of):
+    wanted = laptops("Zanele Okafor", order={"note": "Deliver to Okafor-Mensah"})["run"]["id"]
+    other = laptops("Thabo Nkosi")["run"]["id"]
+    client = browser_of(purchase.people["manager"])
+    for text in ("Okafor", "okaf", "ZANELE", "zanele oka"):
+        found = found_with_why(client, text)
+        assert list(found) == [wanted], text
+        assert "input customer: Zanele Okafor" in found[wanted], text
+    assert "input order.note: Deliver to Okafor-Mensah" in found_with_why(client, "okafor")[wanted]
+    # A word inside a word is not its start; every word of a search must be there.
+    for text in ("kafor", "Okafors", "Zanele Nkosi"):
+        assert found_with_why(client, text) == {}, text
+    assert list(found_with_why(client, "nkosi")) == [other]
+
+
+def test_the_process_title_as_the_catalogue_shows_it_finds_its_runs(laptops, purchase, browser_of):
+    first, second = laptops("A. Person")["run"]["id"], laptops("B. Person")["run"]["id"]
+    purchase(item="Laptop stand")
+    client = browser_of(purchase.people["manager"])
+    found = found_with_why(client, "Laptop request")
+    assert list(found) == [second, first]
+    assert all("process title: Laptop request" in why for why in found.values())
+    assert list(found_with_why(client, "laptop req")) == [second, first]
+
+
+def test_a_completed_steps_output_finds_the_run_once_the_step_is_done(laptops, purchase, browser_of):
+    run = laptops("C. Person")
+    client = browser_of(purchase.people["manager"])
+    assert found_with_why(client, "refurbished") == {}  # nothing holds the word yet
+    decide(purchase.people["manager"], open_item(run), "completed", output={"comment": "A refurbished one will do"})
+    found = found_with_why(client, "refurb")
+    assert list(found) == [run["run"]["id"]]
+    assert "output of Review, comment: A refurbished one will do" in found[run["run"]["id"]]
+
+
+def test_the_runs_page_search_says_where_each_run_matched(laptops, purchase, browser_of):
+    wanted = laptops("Zanele Okafor")["run"]["id"]
+    html = browser_of(purchase.people["manager"]).get("/runs/", {"q": "okafor"}).content.decode()
+    assert re.findall(r'<td data-label="Run"><a href="/runs/(r_\d+)/">', html) == [wanted]
+    assert "input customer: Zanele Okafor" in html
+
+
+def test_the_search_document_keeps_letters_and_digits_of_any_script():
+    from runs.search import document_of, matched, search_words
+
+    data = {"inputs": {"city": "Zürich", "ticket": "T-1042", "flag": True},
+            "steps": {"review": {"output": {"n": 7.5}}, "wait": {"decision": "approved"}}}
+    assert document_of("laptop-request", data) == " laptop request zürich t 1042 7 5"
+    assert search_words("  ZÜR  t-10 zür ") == ["zür", "t", "10"]
+    assert matched("laptop-request", data, ["zür"]) == ["input city: Zürich"]
+    assert matched("laptop-request", data, ["7"]) == ["output of Review, n: 7.5"]
