@@ -129,6 +129,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "accounts.middleware.StaffTwoFactor",
     "accounts.middleware.PersonTimeZone",
 ]
 
@@ -176,6 +177,19 @@ ACCOUNT_USER_MODEL_USERNAME_FIELD = None
 ACCOUNT_EMAIL_VERIFICATION = os.environ.get("ACCOUNT_EMAIL_VERIFICATION", "none")
 ACCOUNT_ADAPTER = "accounts.adapters.AccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+# A password reset for an address with no account sends nothing (nobody learns which addresses have one).
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
+# Sign-ins allowed per client address. allauth also locks an email address after 5 failed sign-ins in 5
+# minutes (and counts 10 failures a minute per client address).
+ACCOUNT_LOGIN_RATE = os.environ.get("ACCOUNT_LOGIN_RATE", "30/m/ip")
+ACCOUNT_RATE_LIMITS = {"login": ACCOUNT_LOGIN_RATE}
+# Staff with no authenticator are sent to set one up before any page or the admin opens (accounts.middleware).
+STAFF_REQUIRE_MFA = env_bool("STAFF_REQUIRE_MFA", False)
+# Every limit counts a client by the address allauth's adapter reads (get_client_ip): the connection's
+# address, or behind proxies of ours the one they name. X-Forwarded-For is read only when this many proxies
+# stand in front (its last that many entries are theirs); a header a proxy of ours sets may be named instead.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("ALLAUTH_TRUSTED_PROXY_COUNT", 0)
+ALLAUTH_TRUSTED_CLIENT_IP_HEADER = os.environ.get("ALLAUTH_TRUSTED_CLIENT_IP_HEADER") or None
 
 # --- OAuth 2.1 authorization server (allauth.idp.oidc) ---
 def development_oidc_key(path: Path) -> str:
@@ -257,6 +271,22 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# One cache shared by every worker and node, so that rate limits and sign-in lockouts count every request:
+# Redis when there is one, else a table in the database (made by `migrate`, see accounts/apps.py).
+CACHE_KEY_PREFIX = os.environ.get("CACHE_KEY_PREFIX", "")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+    }
+    if REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "django_cache",
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+    }
+}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True

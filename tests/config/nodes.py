@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -60,11 +61,16 @@ def node_database(tmp_path: Path, postgres: bool) -> tuple[str, Callable[[], Non
 
 @contextlib.contextmanager
 def gunicorn_node(tmp_path: Path, *, postgres: bool = False, **extra: str):
-    """Yield (base URL, env, stdout path, stderr path) of a migrated node that answers /healthz."""
+    """Yield (base URL, env, stdout path, stderr path) of a migrated node that answers /healthz.
+
+    The node's cache keys have a prefix of their own, so that its rate limits and lockouts count only its
+    own requests even on a Redis other nodes and tests share.
+    """
     port = free_port()
     database_url, drop_database = node_database(tmp_path, postgres)
     env = {**os.environ, "DATABASE_URL": database_url, "LOG_LEVEL": "INFO",
            "BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1", "DEBUG": "0",
+           "CACHE_KEY_PREFIX": f"node-{uuid.uuid4().hex}",
            "SECRET_KEY": "node-test-" + "k" * 50, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1", **extra}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     try:
