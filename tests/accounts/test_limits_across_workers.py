@@ -10,16 +10,21 @@ import json
 import pytest
 import requests
 
-from tests.accounts.workers import CACHE_BACKENDS, PASSWORD, Browser, at_once, node_with_workers
-
-LOCKED_OUT = "Too many failed login attempts"
+from tests.accounts.workers import (
+    CACHE_BACKENDS,
+    Browser,
+    at_once,
+    fail_until_locked_out,
+    node_with_workers,
+    refused_everywhere,
+)
 
 
 @pytest.fixture(scope="module", params=CACHE_BACKENDS)
 def node(request, tmp_path_factory):
     with node_with_workers(
         tmp_path_factory.mktemp("limits"), request.param, "limits",
-        ALLAUTH_TRUSTED_PROXY_COUNT="1", OAUTH_REGISTRATION_RATE="10/m/ip", ACCOUNT_LOGIN_RATE="20/m/ip",
+        ALLAUTH_TRUSTED_PROXY_COUNT="1", OAUTH_REGISTRATION_RATE="10/h/ip", ACCOUNT_LOGIN_RATE="20/h/ip",
     ) as started:
         yield started
 
@@ -36,7 +41,10 @@ def register(base: str, client_address: str) -> int:
 
 def test_registrations_are_limited_across_workers(node):
     answers = at_once(40, lambda _: register(node.base, "198.51.100.10"))
-    assert sorted(answers) == [201] * 10 + [429] * 30
+    # Ten an hour (not a minute: on a busy machine forty requests may take longer than one). A request that
+    # waits too long for allauth's lock in the cache is refused too, so fewer may pass, never more.
+    assert set(answers) <= {201, 429}
+    assert 0 < answers.count(201) <= 10
     # Another client behind the same proxy still has its own allowance.
     assert register(node.base, "198.51.100.11") == 201
 
@@ -45,20 +53,18 @@ def test_the_sign_in_lockout_holds_across_workers(node):
     email = "locked@example.com"
     node.add_person(email)
     browser = Browser(node.base, {"X-Forwarded-For": "198.51.100.20"})
-    failed = at_once(5, lambda i: browser.post_apart("/accounts/login/", {"login": email, "password": f"no-{i}"}))
-    assert [answer.status_code for answer in failed] == [200] * 5
-    # Five failures lock the address on every worker: the right password is refused on each.
-    refused = at_once(6, lambda i: browser.post_apart("/accounts/login/", {"login": email, "password": PASSWORD}))
-    assert [answer.status_code for answer in refused] == [200] * 6
-    assert all(LOCKED_OUT in answer.text for answer in refused)
+    # Five failures lock the address on every worker (a cache per process checked five on each).
+    assert fail_until_locked_out(browser, email) <= 5
+    assert refused_everywhere(browser, email) == []
 
 
 def test_the_sign_in_rate_holds_across_workers(node):
-    # ACCOUNT_LOGIN_RATE=20/m/ip: of thirty sign-ins from one client, ten are refused.
+    # ACCOUNT_LOGIN_RATE=20/h/ip: of thirty sign-ins from one client, ten at least are refused.
     browser = Browser(node.base, {"X-Forwarded-For": "198.51.100.30"})
     answers = at_once(30, lambda i: browser.post_apart(
         "/accounts/login/", {"login": f"nobody-{i}@example.com", "password": "no"}).status_code)
-    assert answers.count(429) == 10
+    assert set(answers) <= {200, 429}
+    assert answers.count(429) >= 10
     # The proxy's other clients sign in as before.
     other = Browser(node.base, {"X-Forwarded-For": "198.51.100.31"})
     assert other.post("/accounts/login/", {"login": "nobody@example.com", "password": "no"}).status_code == 200

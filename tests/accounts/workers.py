@@ -114,3 +114,31 @@ def totp_code(secret: str) -> str:
     offset = digest[-1] & 0x0F
     value = struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF
     return f"{value % 1_000_000:06d}"
+
+
+LOCKED_OUT = "Too many failed login attempts"
+WRONG_PASSWORD = "you specified are not correct"
+
+
+def fail_until_locked_out(browser: Browser, email: str) -> int:
+    """Send fifteen wrong passwords for email at once, then one at a time until the sign-in says it is locked.
+
+    Return how many of the fifteen were checked (answered "not correct"): allauth checks five before it
+    locks the address, on whichever worker. A request that waited too long for allauth's lock in the cache
+    is refused uncounted (429), so the address may need a failure or two more before it is locked.
+    """
+    answers = at_once(15, lambda i: browser.post_apart("/accounts/login/", {"login": email, "password": f"no-{i}"}))
+    assert {answer.status_code for answer in answers} <= {200, 429}
+    checked = sum(WRONG_PASSWORD in answer.text for answer in answers)
+    for attempt in range(10):
+        answer = browser.post_apart("/accounts/login/", {"login": email, "password": f"again-{attempt}"})
+        if LOCKED_OUT in answer.text:
+            return checked
+    raise AssertionError("ten more wrong passwords and the sign-in never said it was locked")
+
+
+def refused_everywhere(browser: Browser, email: str) -> list[int]:
+    """Send the right password for email six times at once; return the statuses of those that signed in."""
+    answers = at_once(6, lambda i: browser.post_apart("/accounts/login/", {"login": email, "password": PASSWORD}))
+    assert all(answer.status_code == 429 or LOCKED_OUT in answer.text for answer in answers)
+    return [answer.status_code for answer in answers if answer.status_code == 302]
