@@ -132,6 +132,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "accounts.middleware.StaffTwoFactor",
     "accounts.middleware.PersonTimeZone",
     "config.middleware.RefuseBadParameters",
 ]
@@ -202,6 +203,26 @@ ACCOUNT_USER_MODEL_USERNAME_FIELD = None
 ACCOUNT_EMAIL_VERIFICATION = os.environ.get("ACCOUNT_EMAIL_VERIFICATION", "none")
 ACCOUNT_ADAPTER = "accounts.adapters.AccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+# A password reset for an address with no account sends nothing (nobody learns which addresses have one).
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = False
+# Sign-ins allowed per client address. allauth also locks an email address after 5 failed sign-ins in 5
+# minutes (and counts 10 failures a minute per client address).
+ACCOUNT_LOGIN_RATE = os.environ.get("ACCOUNT_LOGIN_RATE", "30/m/ip")
+# Registration is open to anyone (accounts/registration.py serves it, in place of allauth's view): the
+# rate limit per address is checked first, in allauth's rate limiter; then the body, each text, each list
+# and the registrations never used are capped.
+ACCOUNT_RATE_LIMITS = {
+    "login": ACCOUNT_LOGIN_RATE,
+    "oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip"),
+}
+# Staff with no authenticator are sent to set one up before any page or the admin opens (accounts.middleware).
+STAFF_REQUIRE_MFA = env_bool("STAFF_REQUIRE_MFA", False)
+# Every limit counts a client by the address allauth's adapter reads (get_client_ip): the connection's
+# address, or behind proxies of ours the one they name. X-Forwarded-For is read only when this many proxies
+# stand in front (its last that many entries are theirs; BEHIND_PROXY means one); a header a proxy of ours
+# sets may be named instead.
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if env_bool("BEHIND_PROXY", False) else 0)
+ALLAUTH_TRUSTED_CLIENT_IP_HEADER = os.environ.get("TRUSTED_CLIENT_IP_HEADER") or None
 
 # --- OAuth 2.1 authorization server (allauth.idp.oidc) ---
 def development_oidc_key(path: Path) -> str:
@@ -265,14 +286,6 @@ IDP_OIDC_REFRESH_TOKEN_EXPIRES_IN = env_int("REFRESH_TOKEN_SECONDS", 30 * 24 * 3
 OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES = env_bool("OAUTH_CLIENT_METADATA_PRIVATE_ADDRESSES", False)
 # A self-registered client nobody connected within this long is deleted by the timer sweep.
 OAUTH_UNUSED_CLIENT_SECONDS = env_int("OAUTH_UNUSED_CLIENT_SECONDS", 24 * 3600)
-# Registration is open to anyone (accounts/registration.py serves it, in place of allauth's view): the
-# rate limit per address is checked first, in allauth's rate limiter (the shared cache, the address from
-# the account adapter's get_client_ip); then the body, each text, each list and the registrations never
-# used are capped.
-ACCOUNT_RATE_LIMITS = {"oauth_client_registration": os.environ.get("OAUTH_REGISTRATION_RATE", "10/m/ip")}
-# allauth's get_client_ip (its rate limits' address) reads X-Forwarded-For only through this many proxies:
-# behind one, every client would otherwise share the proxy's address and its limits.
-ALLAUTH_TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if env_bool("BEHIND_PROXY", False) else 0)
 OAUTH_REGISTRATION_MAX_BYTES = env_int("OAUTH_REGISTRATION_MAX_BYTES", 16 * 1024)
 OAUTH_REGISTRATION_MAX_CHARS = env_int("OAUTH_REGISTRATION_MAX_CHARS", 2000)
 OAUTH_REGISTRATION_MAX_URIS = env_int("OAUTH_REGISTRATION_MAX_URIS", 10)
@@ -298,6 +311,22 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# One cache shared by every worker and node, so that rate limits and sign-in lockouts count every request:
+# Redis when there is one, else a table in the database (made by `migrate`, see accounts/apps.py).
+CACHE_KEY_PREFIX = os.environ.get("CACHE_KEY_PREFIX", "")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+    }
+    if REDIS_URL
+    else {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "django_cache",
+        "KEY_PREFIX": CACHE_KEY_PREFIX,
+    }
+}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True

@@ -1,6 +1,7 @@
 """Shared fixtures: organizations, people, and publishing a process with every role bound."""
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,20 @@ def plain_static_storage(settings):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def own_rate_limits(settings):
+    """Give each test a cache key prefix of its own and room for many sign-ins from 127.0.0.1.
+
+    The cache is shared (Redis or a table), so without this one test's sign-ins and failures would count
+    against the next. A test of the limits sets ACCOUNT_RATE_LIMITS itself. Never cache.clear(): on Redis
+    that empties the whole database.
+    """
+    settings.CACHES = {
+        name: {**entry, "KEY_PREFIX": f"test-{uuid.uuid4().hex}"} for name, entry in settings.CACHES.items()
+    }
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "login": "10000/m/ip"}
 
 
 @pytest.fixture

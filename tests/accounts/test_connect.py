@@ -16,7 +16,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
-from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
@@ -31,14 +30,6 @@ pytestmark = pytest.mark.django_db
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 MCP_RESOURCE = "http://testserver/mcp"
-
-
-@pytest.fixture(autouse=True)
-def fresh_rate_limits():
-    # Registrations and metadata fetches are rate-limited per address in the cache.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """An app node as production starts one: gunicorn with config/gunicorn.py, on a database of its own.
 
 The database is a SQLite file, or with `postgres=True` and DATABASE_URL naming PostgreSQL, a database
-created beside DATABASE_URL's (its name with `_node` added) and dropped afterwards.
+created beside DATABASE_URL's (its name with `_node`, or the `database` suffix given, added) and dropped
+afterwards.
 """
 
 import contextlib
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -38,7 +40,7 @@ def postgres_url() -> str | None:
     return url if urlsplit(url).scheme in {"postgres", "postgresql", "pgsql"} else None
 
 
-def node_database(tmp_path: Path, postgres: bool) -> tuple[str, Callable[[], None]]:
+def node_database(tmp_path: Path, postgres: bool, suffix: str = "node") -> tuple[str, Callable[[], None]]:
     """Return the node's DATABASE_URL and how to drop its database afterwards."""
     base = postgres_url() if postgres else None
     if base is None:
@@ -46,7 +48,7 @@ def node_database(tmp_path: Path, postgres: bool) -> tuple[str, Callable[[], Non
     import psycopg
 
     parts = urlsplit(base)
-    name = parts.path.lstrip("/") + "_node"
+    name = parts.path.lstrip("/") + "_" + suffix
     maintenance = "postgresql://" + parts.netloc + "/postgres"
 
     def execute(statement: str) -> None:
@@ -59,12 +61,17 @@ def node_database(tmp_path: Path, postgres: bool) -> tuple[str, Callable[[], Non
 
 
 @contextlib.contextmanager
-def gunicorn_node(tmp_path: Path, *, postgres: bool = False, **extra: str):
-    """Yield (base URL, env, stdout path, stderr path) of a migrated node that answers /healthz."""
+def gunicorn_node(tmp_path: Path, *, postgres: bool = False, database: str = "node", **extra: str):
+    """Yield (base URL, env, stdout path, stderr path) of a migrated node that answers /healthz.
+
+    The node's cache keys have a prefix of their own, so that its rate limits and lockouts count only its
+    own requests even on a Redis other nodes and tests share.
+    """
     port = free_port()
-    database_url, drop_database = node_database(tmp_path, postgres)
+    database_url, drop_database = node_database(tmp_path, postgres, database)
     env = {**os.environ, "DATABASE_URL": database_url, "LOG_LEVEL": "INFO",
            "BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1", "DEBUG": "0",
+           "CACHE_KEY_PREFIX": f"node-{uuid.uuid4().hex}",
            "SECRET_KEY": "node-test-" + "k" * 50, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1", **extra}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     try:
@@ -90,7 +97,7 @@ def serving(env: dict, tmp_path: Path):
             try:
                 requests.get(f"{base}/healthz?probe=1", timeout=5)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # the workers may still be starting
                 assert time.monotonic() < deadline and server.poll() is None, err.read_text()
                 time.sleep(0.2)
         yield out, err

@@ -138,7 +138,8 @@ class Server:
         self.process = subprocess.Popen(
             [PYTHON, "-m", "gunicorn", "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
              "--log-level", "warning", "--backlog", "2048", "--timeout", "60", "--graceful-timeout", "5"],
-            cwd=ROOT, env=process_env(url, extra_env), stdout=self._out, stderr=self._err, start_new_session=True,
+            cwd=ROOT, env=process_env(url, {"CACHE_KEY_PREFIX": f"{name}-{uuid.uuid4().hex}", **(extra_env or {})}),
+            stdout=self._out, stderr=self._err, start_new_session=True,
         )
         self.pgid = self.process.pid  # start_new_session: the master leads a new session and group
         deadline = time.monotonic() + 60
