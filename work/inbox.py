@@ -22,8 +22,10 @@ SHOWS = (("", "All"), ("mine", "Assigned to me"), ("groups", "My groups'"), ("ta
 def inbox_items(identity: Identity, *, process: str | None = None, show: str = ""):
     """My open work items other than escalations, oldest first, each with its run, step and who took it."""
     mine, *groups = assigned_parts(identity, operators=False)
-    parts = {"mine": [mine], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
-    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by"))
+    # "Assigned to me": the items named for me, and my groups' items a colleague handed me.
+    handed = [part.filter(handed_to=identity.user) for part in groups]
+    parts = {"mine": [mine, *handed], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
+    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by", "handed_to"))
     if show == "taken":
         items = items.filter(taken_by=identity.user)
     elif show == "unassigned":

@@ -25,13 +25,13 @@ from accounts.identity import Identity
 from processes.definition import JOIN, definition_for
 from processes.maps import process_map
 from processes.wording import step_title
-from runs import files, notices, taking, timers
+from runs import conversation, files, notices, taking, timers
 from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import attention, display, figures, inbox, search
+from . import attention, display, figures, inbox, live_page, search
 from .forms import apply_change, controls_for, place_problems, read_values, summary
 from .people import members_of, picker, suggestions
 
@@ -51,6 +51,7 @@ def person_page(view):
         identity = Identity.for_user(request.user)
         if identity is None:
             return render(request, "work/no_membership.html", status=403)
+        live_page.remember(request, identity, kwargs)  # before the page reads anything it shows
         with files.serving(request):  # links made here (in emails sent after a decision) name this host
             return view(request, identity, *args, **kwargs)
 
@@ -246,6 +247,7 @@ def item_page(request, identity: Identity, item_id: str):
     item = _item_or_404(identity, item_id)
     if request.method == "POST":
         return _decide(request, identity, item)
+    notices.read_item(user=identity.user, item=item)  # opening the item reads what told the person of it
     return _item_response(request, identity, item)
 
 
@@ -296,7 +298,7 @@ def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=
 
 
 def _item_response(request, identity: Identity, item: WorkItem, *, status: int = 200, posted=None, form_id=None,
-                   issues=None, problems=None, kept=None, seen=None, notice=None):
+                   issues=None, problems=None, kept=None, seen=None, notice=None, extra=None):
     """Render a work item page from a fresh read of its run."""
     try:
         view = call_tool(identity, "get_run", {"runId": item.run.public_id})
@@ -355,6 +357,7 @@ def _item_response(request, identity: Identity, item: WorkItem, *, status: int =
         form = _decision_form(identity, current, data, posted=posted, form_id=form_id, issues=issues,
                               problems=problems, kept=files, earlier=earlier)
         context["form"] = form
+    context.update(extra or {})
     return render(request, "work/item.html", context, status=status)
 
 
@@ -492,7 +495,7 @@ def _taken(definition, rows: list[RunStep]) -> set[tuple[str, str]]:
 
 
 def _run_response(request, identity: Identity, run_id: str, *, status: int = 200, cancel_issues=None,
-                  cancel_reason: str = ""):
+                  cancel_reason: str = "", extra=None):
     try:
         view = call_tool(identity, "get_run", {"runId": run_id})
     except ToolError as error:
@@ -504,10 +507,12 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
     rows = list(RunStep.objects.filter(run=run))
     items = list(WorkItem.objects.filter(run=run).select_related("step").order_by("created_at", "pk"))
     claims = [row for row in rows if row.state == StepState.CLAIMED]
-    takes = taking.takes_of(items)
+    takes, handovers = taking.takes_of(items), taking.handovers_of(items)
+    comments = conversation.comments_on(run)
     names = display.names_in_view(
         identity.organization, view,
-        extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items} | taking.refs(takes),
+        extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items}
+        | taking.refs(takes, handovers) | {c.author.ref for c in comments},
     )
     open_ids = {w["id"] for w in view["workItems"]}
     decidable = {i.public_id for i in items if i.public_id in open_ids and may_decide(identity, i)}
@@ -522,7 +527,8 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         "view": view,
         "run": view["run"],
         "map": svg,
-        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision], takes),
+        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision], takes,
+                                     handovers=handovers, comments=comments),
         "records": display.step_records(definition, view["data"]),
         "files": display.file_names(identity.organization, display.file_refs(view["data"])),
         "claims": claims,
@@ -531,6 +537,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         "definition": definition,
         "cancel": {"request_id": new_request_id(), "issues": cancel_issues or [], "reason": cancel_reason},
         "nav": "runs",
+        **(extra or {}),
     }
     return render(request, "work/run.html", context, status=status)
 
