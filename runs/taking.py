@@ -72,8 +72,8 @@ def hand(identity: Identity, item: WorkItem, *, email: str) -> bool:
     The colleague must be inside the item's assignment (a member of its group, or an operator for an
     escalation), so they could decide it themselves.
     """
-    if not may_decide(identity, item):
-        raise Forbidden("Only people this item is assigned to can assign it to a colleague.")
+    if not may_hand(identity, item):
+        raise Forbidden("Only people this item is assigned to, and the operators, can assign it to a colleague.")
     if item.assigned_user_id is not None:
         raise Conflict("This item is assigned to one person already; there is nobody to hand it to.")
     email = (email or "").strip()[:254]
@@ -102,6 +102,11 @@ def hand(identity: Identity, item: WorkItem, *, email: str) -> bool:
             transaction.on_commit(lambda: notices.send_pending_email(run_id=run_id))
     item.handed_to = to
     return True
+
+
+def may_hand(identity: Identity, item: WorkItem) -> bool:
+    """Whether a person may put a colleague on an item: anyone in its assignment, and the operators."""
+    return may_decide(identity, item) or (identity.is_human and identity.is_operator)
 
 
 def _check_may_take(identity: Identity, item: WorkItem) -> None:

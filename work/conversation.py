@@ -16,7 +16,6 @@ from accounts.identity import Identity
 from accounts.members import active_members, member_choices
 from processes.wording import step_title
 from runs import conversation, taking
-from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid
 from runs.models import Run, public_pk
 
@@ -40,7 +39,7 @@ def thread(identity: Identity, run: Run, *, item=None, body: str = "", issues=()
 
 def handing(identity: Identity, item, *, chosen: str = "", issues=()) -> dict | None:
     """What the "assign to a colleague" form needs, or None when this person cannot assign this item."""
-    if item.assigned_user_id is not None or not may_decide(identity, item):
+    if item.assigned_user_id is not None or not taking.may_hand(identity, item):
         return None
     people = active_members(identity.organization.pk)
     if item.for_operators:
