@@ -41,7 +41,7 @@ def check_comment(identity: Identity, body: str) -> tuple[str, list]:
         problems.append("body: required: write something")
     elif len(text) > limit:
         problems.append(f"body: {len(text)} characters, more than the {limit} allowed; shorten it")
-    addresses = mentions_in(text[:limit + 1])
+    addresses = mentions_in(text)
     if len(addresses) > MAX_MENTIONS:
         problems.append(f"body: mentions {len(addresses)} people, more than the {MAX_MENTIONS} allowed")
         addresses = []
