@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.identity import Identity
-from accounts.members import active_members, member_choices
+from accounts.members import active_members, display_name, member_choices
 from processes.wording import step_title
 from runs import conversation, taking
 from runs.errors import Conflict, Forbidden, Invalid
@@ -48,7 +48,7 @@ def handing(identity: Identity, item, *, chosen: str = "", issues=()) -> dict | 
         people = people.filter(process_groups=item.assigned_group_id)
     listed = list(people.only("email", "first_name", "last_name")[:LISTED + 1])
     return {
-        "choices": [] if len(listed) > LISTED else [(u.email, display.person_name(u)) for u in listed],
+        "choices": [] if len(listed) > LISTED else [(u.email, display_name(u)) for u in listed],
         "chosen": chosen or (item.handed_to.email if item.handed_to_id else ""),
         "issues": list(issues),
     }
