@@ -320,7 +320,20 @@ UNCLAIMED_AFTER_HOURS = env_int("UNCLAIMED_AFTER_HOURS", 4)
 # Open pages ask every LIVE_POLL_SECONDS whether anything they show changed (runs/live.py); the change
 # stamps live in the cache named LIVE_CACHE, which several app nodes must share.
 LIVE_POLL_SECONDS = env_int("LIVE_POLL_SECONDS", 4)
-LIVE_CACHE = os.environ.get("LIVE_CACHE", "default")
+LIVE_CACHE = os.environ.get("LIVE_CACHE", "live")
+# The "live" cache: Redis when REDIS_URL is set, which every node shares; else this process's memory,
+# enough for one node. An unreachable Redis answers within LIVE_CACHE_TIMEOUT_MS and the pages fall
+# back to a slow refresh (runs/live.py).
+_live_cache_timeout = env_int("LIVE_CACHE_TIMEOUT_MS", 250) / 1000
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "live": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "ap",
+        "OPTIONS": {"socket_connect_timeout": _live_cache_timeout, "socket_timeout": _live_cache_timeout},
+    } if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "live"},
+}
 # A comment's Markdown, in characters.
 COMMENT_MAX_CHARS = env_int("COMMENT_MAX_CHARS", 5000)
 MAX_PROCESS_BYTES = env_int("MAX_PROCESS_BYTES", 1024 * 1024)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import time
 
 from django.conf import settings
 from django.core.cache import caches
@@ -23,7 +24,7 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 KEEP_SECONDS = 7 * 24 * 3600
-WHO_SECONDS = 60  # how long a person's groups are remembered for their polls
+WHO_SECONDS = 60  # how long a process remembers a person's groups for their polls
 
 
 def _cache():
@@ -93,18 +94,20 @@ def stamp(keys: list[str]) -> str | None:
     return hashlib.blake2s(joined.encode(), digest_size=8).hexdigest()
 
 
-def who(user_id: int, load) -> dict | None:
-    """A person's organization, operator flag and groups, remembered briefly; `load()` reads them afresh."""
-    key = f"live:who:{user_id}"
-    try:
-        known = _cache().get(key)
-    except Exception:
-        known = None
-    if known is None:
-        known = load()
-        if known is not None:
-            try:
-                _cache().set(key, known, WHO_SECONDS)
-            except Exception:
-                log.warning("live: could not remember who %s is", user_id, exc_info=True)
-    return known
+_known: dict = {}
+
+
+def who(user, load) -> dict | None:
+    """A person's organization, operator flag and groups, remembered a minute by this process, so a poll
+    costs one cache round trip; `load()` reads them afresh."""
+    # Named by when the account was made too: an account made anew under a reused key is someone else.
+    key = (user.pk, user.date_joined)
+    now = time.monotonic()
+    known = _known.get(key)
+    if known is not None and known[0] > now:
+        return known[1]
+    found = load()
+    if len(_known) > 50_000:
+        _known.clear()
+    _known[key] = (now + WHO_SECONDS, found)
+    return found

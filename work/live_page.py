@@ -36,7 +36,7 @@ def _who(user) -> dict | None:
                       .values_list("pk", flat=True))
         return {"org": membership["organization_id"], "operator": membership["is_operator"], "groups": groups}
 
-    return live.who(user.pk, load)
+    return live.who(user, load)
 
 
 def watched(user_id: int, who: dict, *, item: str = "", run: str = "") -> list[str]:
