@@ -40,7 +40,7 @@ def check_comment(identity: Identity, body: str) -> tuple[str, list]:
     if not text:
         problems.append("body: required: write something")
     elif len(text) > limit:
-        problems.append(f"body: {len(text)} characters, more than the {limit} allowed; shorten it")
+        problems.append(f"body: longer than the {limit} characters allowed; shorten it")
     addresses = mentions_in(text)
     if len(addresses) > MAX_MENTIONS:
         problems.append(f"body: mentions {len(addresses)} people, more than the {MAX_MENTIONS} allowed")

@@ -97,14 +97,14 @@ def stamp(keys: list[str]) -> str | None:
 _known: dict = {}
 
 
-def who(user, load) -> dict | None:
+def who(user, load, *, fresh: bool = False) -> dict | None:
     """A person's organization, operator flag and groups, remembered a minute by this process, so a poll
-    costs one cache round trip; `load()` reads them afresh."""
+    costs one cache round trip; `load()` reads them afresh (always, when `fresh`)."""
     # Named by when the account was made too: an account made anew under a reused key is someone else.
     key = (user.pk, user.date_joined)
     now = time.monotonic()
     known = _known.get(key)
-    if known is not None and known[0] > now:
+    if known is not None and known[0] > now and not fresh:
         return known[1]
     found = load()
     if len(_known) > 50_000:

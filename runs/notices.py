@@ -135,9 +135,11 @@ def display_name(user: User) -> str:
 
 
 def clear_for_items(items, *, now) -> int:
-    """Take the notices about these closed items out of everyone's unread count; return how many."""
-    notices = Notification.objects.filter(work_item__in=[item.pk for item in items], read_at__isnull=True)
-    return notices.update(read_at=now)
+    """Take the notices about these closed items out of everyone's unread count, and out of any digest
+    still to come (nothing is left to do about them); return how many."""
+    keys = [item.pk for item in items]
+    Notification.objects.filter(work_item__in=keys, email_pending=True).update(email_pending=False)
+    return Notification.objects.filter(work_item__in=keys, read_at__isnull=True).update(read_at=now)
 
 
 def read_item(*, user, item) -> int:

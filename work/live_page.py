@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.models import Membership
 from runs import live
+from runs.assignments import group_ids
 from runs.models import public_pk
 
 # When the cache cannot be reached, pages refresh at this slower pace instead.
@@ -54,10 +55,12 @@ def watched(user_id: int, who: dict, *, item: str = "", run: str = "") -> list[s
 
 
 def remember(request, identity, kwargs: dict) -> None:
-    """Read the stamps a person's page watches, before the view reads what the page shows."""
-    who = _who(identity.user)
-    if who is None:
-        return
+    """Read the stamps a person's page watches, before the view reads what the page shows.
+
+    The person's groups are read afresh (one query), and so are current for the polls that follow.
+    """
+    who = {"org": identity.organization.pk, "operator": identity.is_operator, "groups": group_ids(identity)}
+    live.who(identity.user, lambda: who, fresh=True)
     shown = {"item": kwargs.get("item_id", ""), "run": kwargs.get("run_id", "")}
     shown = {key: value for key, value in shown.items() if isinstance(value, str) and value}
     request.live_page = {

@@ -104,7 +104,7 @@ def test_a_bad_comment_names_every_problem_and_keeps_the_text(purchase, approval
     response = manager.post(f"/inbox/{item['id']}/comment/", {"body": body})
     html = response.content.decode()
     assert response.status_code == 400
-    assert "more than the 40 allowed" in html
+    assert "body: longer than the 40 characters allowed" in html
     assert "@nobody@example.com is not a member of" in html and "@outsider@else.org is not a member of" in html
     assert f">{body}</textarea>" in html  # what was typed is kept
     empty = manager.post(f"/inbox/{item['id']}/comment/", {"body": "   "})

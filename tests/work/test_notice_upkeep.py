@@ -78,15 +78,16 @@ def test_mark_all_read_reads_every_notice(purchase, browser_of):
     assert "Mark all read" not in client.get("/inbox/").content.decode()
 
 
-def test_the_digest_links_to_the_item_even_once_it_is_decided(purchase, mailoutbox):
+def test_the_digest_links_to_the_item_and_leaves_out_items_already_decided(purchase, mailoutbox):
     manager, colleague = purchase.people["manager"], purchase.people["colleague"]
     colleague.user.email_notices = "digest"
     colleague.user.save(update_fields=["email_notices"])
-    view = complete_request(purchase.people["buyer"], purchase())
-    item = open_item(view)
-    decide(manager, item, "approved")
-    Notification.objects.filter(user=colleague.user).update(email_pending=True)
+    waiting = complete_request(purchase.people["buyer"], purchase())
+    decided = complete_request(purchase.people["buyer"], purchase())
+    decide(manager, open_item(decided), "approved")
     assert notices.send_digests(now=timezone.now() + dt.timedelta(seconds=1)) == 1
     [digest] = [m for m in mailoutbox if m.to == ["colleague@example.com"]]
-    assert f"/inbox/{item['id']}/" in digest.body
-    assert f"/runs/{view['run']['id']}/" not in digest.body
+    assert digest.subject == "1 update on your processes"
+    assert f"/inbox/{open_item(waiting)['id']}/" in digest.body
+    assert f"/runs/{waiting['run']['id']}/" not in digest.body
+    assert decided["run"]["id"] not in digest.body

@@ -19,8 +19,7 @@ def conversation_card(context, run_id: str, item=None, listed: bool = True):
         talk = conversation.thread(context["identity"], run, item=item)
     form = context.get("form") or {}
     return {"talk": talk, "item": item, "run_id": run_id, "listed": listed, "identity": context["identity"],
-            "csrf_token": context.get("csrf_token"), "has_list": bool(form and form.get("people")),
-            "has_forms_js": bool(form and form.get("controls"))}
+            "csrf_token": context.get("csrf_token"), "has_list": bool(form and form.get("people"))}
 
 
 @register.inclusion_tag("work/partials/handing.html", takes_context=True)
