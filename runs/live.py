@@ -7,7 +7,8 @@ shared cache (settings.LIVE_CACHE), so every node reads the same one. A page pol
 was rendered with; an unchanged stamp costs a cache read and no query of its own.
 
 A stamp the cache lost is made anew, which only costs each page watching it one refresh. A cache that
-cannot be reached gives no stamp at all (None): the pages then refresh at a slow pace instead.
+cannot be reached gives no stamp at all (None): the pages then refresh at a slow pace instead, and
+for RESTING_SECONDS this process does not try it again, so no write waits on it.
 """
 
 from __future__ import annotations
@@ -27,8 +28,21 @@ KEEP_SECONDS = 7 * 24 * 3600
 WHO_SECONDS = 60  # how long a process remembers a person's groups for their polls
 
 
+# After the cache fails once, this process leaves it alone this long: a write never waits on a cache
+# that is down, and the pages meanwhile refresh slowly.
+RESTING_SECONDS = 10
+_resting_until = 0.0
+
+
 def _cache():
+    if time.monotonic() < _resting_until:
+        raise ConnectionError("the live cache failed a moment ago")
     return caches[settings.LIVE_CACHE]
+
+
+def _failed() -> None:
+    global _resting_until
+    _resting_until = time.monotonic() + RESTING_SECONDS
 
 
 def person(user_id: int) -> str:
@@ -74,6 +88,7 @@ def _renew(keys) -> None:
     try:
         _cache().set_many({key: secrets.token_hex(6) for key in keys}, KEEP_SECONDS)
     except Exception:  # a cache outage costs liveness only; the pages poll slowly until it is back
+        _failed()
         log.warning("live: could not renew %d change stamps", len(keys), exc_info=True)
 
 
@@ -88,6 +103,7 @@ def stamp(keys: list[str]) -> str | None:
                 cache.add(key, token, KEEP_SECONDS)  # a node that made one a moment earlier keeps its own
             found.update(cache.get_many(list(missing)))
     except Exception:
+        _failed()
         log.warning("live: could not read change stamps", exc_info=True)
         return None
     joined = "|".join(f"{key}={found.get(key, '')}" for key in keys)

@@ -97,19 +97,26 @@ def test_the_poll_refuses_strangers_and_wants_a_get(client, purchase, browser_of
     assert browser_of(purchase.people["manager"]).post("/live/").status_code == 405
 
 
-def test_without_the_cache_pages_are_told_to_poll_slowly(purchase, browser_of, monkeypatch):
+def test_without_the_cache_pages_are_told_to_poll_slowly(purchase, browser_of, monkeypatch, settings):
     manager = browser_of(purchase.people["manager"])
     url, since = page_stamp(manager, "/inbox/")
+    monkeypatch.setattr(live, "_resting_until", 0.0)  # and back to it after the test
+    tried = []
 
-    def unreachable():
-        raise ConnectionError("cache down")
+    class Unreachable:
+        def __getattr__(self, name):
+            tried.append(name)
+            raise ConnectionError("cache down")
 
-    monkeypatch.setattr(live, "_cache", unreachable)
+    monkeypatch.setattr(live, "caches", {settings.LIVE_CACHE: Unreachable()})
     answer = poll(manager, url, since)
     assert answer.status_code == 200 and answer.json() == {"stamp": "", "every": 30}
-    # Writes still succeed; only the stamps are not renewed.
+    assert tried == ["get_many"]
+    # Writes still succeed, and for a while nobody waits on the cache again: not the write, not the poll.
     complete_request(purchase.people["buyer"], purchase())
     assert "Notifications: 1 unread" in manager.get("/inbox/").content.decode()
+    assert poll(manager, url, since).json() == {"stamp": "", "every": 30}
+    assert tried == ["get_many"]
 
 
 def test_the_pages_mark_their_live_parts_and_carry_no_inline_script(purchase, browser_of):
