@@ -155,6 +155,7 @@ TEMPLATES = [
                 "csp.context_processors.nonce",
                 "work.context.unread_notices",
                 "work.context.operator",
+                "work.context.live",
             ],
         },
     },
@@ -325,7 +326,21 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "django_cache",
         "KEY_PREFIX": CACHE_KEY_PREFIX,
+    },
+    # The pages' change stamps (runs/live.py): Redis when REDIS_URL is set, which every node shares; else
+    # this process's memory, enough for one node. An unreachable Redis answers within LIVE_CACHE_TIMEOUT_MS
+    # and the pages fall back to a slow refresh.
+    "live": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": CACHE_KEY_PREFIX + "live",
+        "OPTIONS": {
+            "socket_connect_timeout": env_int("LIVE_CACHE_TIMEOUT_MS", 250) / 1000,
+            "socket_timeout": env_int("LIVE_CACHE_TIMEOUT_MS", 250) / 1000,
+        },
     }
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "live"},
 }
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
@@ -388,6 +403,12 @@ RUN_DATA_BYTES = env_int("RUN_DATA_BYTES", 1024 * 1024)
 FILE_URL_SECONDS = env_int("FILE_URL_SECONDS", 900)
 # The operators' pages: an agent step ready this long with no agent on it needs someone's attention.
 UNCLAIMED_AFTER_HOURS = env_int("UNCLAIMED_AFTER_HOURS", 4)
+# Open pages ask every LIVE_POLL_SECONDS whether anything they show changed (runs/live.py); the change
+# stamps live in the cache named LIVE_CACHE, which several app nodes must share.
+LIVE_POLL_SECONDS = env_int("LIVE_POLL_SECONDS", 4)
+LIVE_CACHE = os.environ.get("LIVE_CACHE", "live")
+# A comment's Markdown, in characters.
+COMMENT_MAX_CHARS = env_int("COMMENT_MAX_CHARS", 5000)
 MAX_PROCESS_BYTES = env_int("MAX_PROCESS_BYTES", 1024 * 1024)
 # Uploads arrive base64-encoded inside JSON, so the body cap is a little over 4/3 of the upload cap.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", MAX_UPLOAD_BYTES * 4 // 3 + 64 * 1024)

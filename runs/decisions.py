@@ -68,6 +68,7 @@ def decide(
     if problems:
         raise Invalid("The decision's arguments do not fit this work item.", problems)
     by = identity.ref
+    txn.actor = identity.user.pk
     held = (row.escalation or {}).get("check")
     if held is not None and decision != "completed":
         unshow_check(txn, row)

@@ -454,7 +454,8 @@ def new_run(
         )
         for step in definition.steps
     }
-    txn = LoadedRun(run=run, definition=definition, steps=steps, now=now)
+    txn = LoadedRun(run=run, definition=definition, steps=steps, now=now,
+                    actor=identity.user.pk if identity.is_human else None)
     txn.holds_no_items()
     reach(txn, definition.first.id)
     drain(txn)

@@ -366,6 +366,11 @@ class WorkItem(Stateful):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     taken_at = models.DateTimeField(null=True, blank=True)
+    # The colleague a member of the assignment put on the item ("assigned to …"): advisory like a take,
+    # never a lock; anyone in the assignment may still decide. Each hand-over is kept (ItemHandover).
+    handed_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
 
     # Not a column: the RunStep a write loaded this item with, so the engine and the run view reach
     # it without a query (a new run's step has no primary key yet when its first item is made).
@@ -395,6 +400,9 @@ class WorkItem(Stateful):
             # "Taken by me": a person's taken items, open ones only.
             models.Index(fields=["taken_by", "created_at"], name="item_taken_open",
                          condition=models.Q(state=WorkItemState.OPEN, taken_by__isnull=False)),
+            # "Assigned to me": the open items a colleague handed a person.
+            models.Index(fields=["handed_to", "created_at"], name="item_handed_open",
+                         condition=models.Q(state=WorkItemState.OPEN, handed_to__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -424,6 +432,38 @@ class ItemTake(models.Model):
         return f"{self.user} on {self.item}"
 
 
+class ItemHandover(models.Model):
+    """One member putting a colleague on a work item, kept for the run's timeline."""
+
+    item = models.ForeignKey(WorkItem, on_delete=models.CASCADE, related_name="handovers")
+    to = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.item} to {self.to}"
+
+
+class Comment(models.Model):
+    """A person's remark on a run, or on one of its work items, in Markdown. Never part of the run's data."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="comments")
+    work_item = models.ForeignKey(WorkItem, null=True, blank=True, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    body = models.TextField()
+    created_at = models.DateTimeField()
+    mentioned = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"comment {self.pk} on {self.run_id}"
+
+
 class NoticeKind(models.TextChoices):
     NEW_WORK = "new_work", "New work"
     SENT_BACK = "sent_back", "Sent back"
@@ -431,6 +471,8 @@ class NoticeKind(models.TextChoices):
     OVERDUE = "overdue", "Overdue"
     RUN_ENDED = "run_ended", "Run ended"
     RUN_FAILED = "run_failed", "Run failed"
+    MENTION = "mention", "Mentioned"
+    HANDED = "handed", "Assigned to you"
 
 
 class Notification(models.Model):

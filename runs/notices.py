@@ -1,4 +1,8 @@
-"""Notices: new work, work sent back, escalations, overdue work and a run's end, for the people they concern.
+"""Notices: new work, work sent back, escalations, overdue work, a run's end, a mention in a comment and an
+item handed to someone, for the people they concern. Nobody is told of what their own action caused.
+
+A notice about a work item is read once its person opens the item, and leaves everyone's unread count
+once the item closes (decided by anyone, or dropped by the run).
 
 Each is an in-app notification; an email goes too as the person chooses (User.email_notices): at once,
 after the commit, or in a daily digest from the sweep. Test runs never owe an email. Links in emails are
@@ -21,7 +25,7 @@ from accounts.models import EmailNotices, User
 from base import metrics
 from processes.wording import step_title
 
-from . import files
+from . import files, live
 from .models import Mode, NoticeKind, Notification, WorkItem, WorkItemState
 
 log = logging.getLogger(__name__)
@@ -72,6 +76,7 @@ def _notify(run, people, *, kind: str, text: str, step_id: str = "", item=None, 
     ]
     Notification.objects.bulk_create(notices)
     metrics.NOTICES.labels(kind).inc(len(notices))
+    live.touch(*(live.person(user.pk) for user in people))
     return sum(notice.email_pending for notice in notices)
 
 
@@ -82,8 +87,11 @@ def record_overdue(*, run, row, now) -> int:
     return _notify(run, people, kind=NoticeKind.OVERDUE, text=text, step_id=row.step_id, item=item, now=now)
 
 
-def record_new_work(*, run, items, now) -> int:
-    """Tell whoever a newly opened item waits on: new work, work sent back for rework, an escalation."""
+def record_new_work(*, run, items, now, actor: int | None = None) -> int:
+    """Tell whoever a newly opened item waits on: new work, work sent back for rework, an escalation.
+
+    `actor`, the person whose decision or start opened the items, is not told of their own doing.
+    """
     owed = 0
     for item in items:
         row = item.step  # the loaded step row the item was opened on
@@ -94,9 +102,53 @@ def record_new_work(*, run, items, now) -> int:
             kind, text = NoticeKind.SENT_BACK, f"{where} was sent back and waits for you again."
         else:
             kind, text = NoticeKind.NEW_WORK, f"New work: {where}."
-        owed += _notify(run, item_recipients(item, run.organization_id), kind=kind, text=text,
-                        step_id=row.step_id, item=item, now=now)
+        people = [user for user in item_recipients(item, run.organization_id) if user.pk != actor]
+        owed += _notify(run, people, kind=kind, text=text, step_id=row.step_id, item=item, now=now)
     return owed
+
+
+def record_mention(*, comment, people, now) -> int:
+    """Tell each person a comment names (never its author) where they were mentioned."""
+    run, author = comment.run, comment.author
+    where = f"{run.process_name} run {run.public_id}"
+    item = comment.work_item
+    if item is not None:
+        where = f"{step_title(item.step.step_id)} in {where}"
+    text = f"{display_name(author)} mentioned you on {where}."
+    people = [user for user in people if user.pk != author.pk]
+    return _notify(run, people, kind=NoticeKind.MENTION, text=text, step_id=item.step.step_id if item else "",
+                   item=item, now=now)
+
+
+def record_handover(*, item, to: User, by: User, now) -> int:
+    """Tell the colleague an item was handed to, unless they handed it to themselves."""
+    if to.pk == by.pk:
+        return 0
+    run = item.run
+    text = (f"{display_name(by)} assigned {step_title(item.step.step_id)} in {run.process_name} run "
+            f"{run.public_id} to you.")
+    return _notify(run, [to], kind=NoticeKind.HANDED, text=text, step_id=item.step.step_id, item=item, now=now)
+
+
+def display_name(user: User) -> str:
+    return user.get_full_name().strip() or user.email
+
+
+def clear_for_items(items, *, now) -> int:
+    """Take the notices about these closed items out of everyone's unread count, and out of any digest
+    still to come (nothing is left to do about them); return how many."""
+    keys = [item.pk for item in items]
+    Notification.objects.filter(work_item__in=keys, email_pending=True).update(email_pending=False)
+    return Notification.objects.filter(work_item__in=keys, read_at__isnull=True).update(read_at=now)
+
+
+def read_item(*, user, item) -> int:
+    """Mark a person's notices about one item read, as they open it; return how many changed."""
+    changed = Notification.objects.filter(user=user, work_item=item, read_at__isnull=True).update(
+        read_at=timezone.now())
+    if changed:
+        live.touch(live.person(user.pk))
+    return changed
 
 
 def record_run_end(*, run, now) -> int:
@@ -192,9 +244,9 @@ def _send(user: User, subject: str, body: str, ids: list[int], *, how: str) -> b
 
 
 def notice_link(notice: Notification) -> str:
-    """Return the page a notice points at: its work item while open, else its run."""
-    if notice.work_item_id is not None and notice.work_item is not None and notice.work_item.state == WorkItemState.OPEN:
-        return reverse("item", args=[notice.work_item.public_id])
+    """Return the page a notice points at: its work item (which says who decided it, once closed), else its run."""
+    if notice.work_item_id is not None:
+        return reverse("item", args=[f"w_{notice.work_item_id}"])
     return reverse("run", args=[notice.run.public_id])
 
 
@@ -209,4 +261,7 @@ def mark_read(*, user, ids: list[int] | None = None) -> int:
     notices = Notification.objects.filter(user=user, read_at__isnull=True)
     if ids is not None:
         notices = notices.filter(pk__in=ids)
-    return notices.update(read_at=timezone.now())
+    changed = notices.update(read_at=timezone.now())
+    if changed:
+        live.touch(live.person(user.pk))
+    return changed

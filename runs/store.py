@@ -19,7 +19,7 @@ from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
-from . import notices, search
+from . import live, notices, search
 from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
 
 
@@ -42,6 +42,7 @@ class LoadedRun:
     lease_keys: list[int] = field(default_factory=list)  # reserved for new leases (load_for_write)
     passages: list = field(default_factory=list)  # the ways out of steps this write took (runs.passages)
     loaded_data: dict | None = None  # the run's data as loaded: its search document changes only with it
+    actor: int | None = None  # the person whose request this write is, who is not told of its effects
 
     def step(self, step_id: str) -> RunStep:
         return self.steps[step_id]
@@ -206,8 +207,12 @@ def save(txn: LoadedRun) -> None:
         WorkItem.objects.bulk_create(txn.new_items)
         for item in txn.new_items:
             sql.remember(item)
+    closed = []
     for item in txn.loaded_items():
-        sql.update(WorkItem, item.pk, sql.changes(item))
+        changes = sql.changes(item)
+        if "state" in changes and item.state != WorkItemState.OPEN:
+            closed.append(item)
+        sql.update(WorkItem, item.pk, changes)
     for event in txn.consumed:
         if event.pk is None:
             sql.insert_later(event)  # sent and consumed in this write
@@ -218,13 +223,17 @@ def save(txn: LoadedRun) -> None:
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     owed = 0
+    if closed:
+        notices.clear_for_items(closed, now=txn.now)
     if txn.new_items:
-        owed += notices.record_new_work(run=run, items=txn.new_items, now=txn.now)
+        owed += notices.record_new_work(run=run, items=txn.new_items, now=txn.now, actor=txn.actor)
     if ended:
         owed += notices.record_run_end(run=run, now=txn.now)
     for step_id, _attempt in txn.notices:
         owed += notices.record_overdue(run=run, row=txn.steps[step_id], now=txn.now)
     if owed:
         transaction.on_commit(_after_commit(run.pk))
+    seen = [key for item in [*txn.new_items, *closed] for key in live.audience(item)]
+    live.touch(live.run(run.organization_id, run.pk), *seen)
     if started or ended:
         transaction.on_commit(_count_run(run, started=started, ended=ended))

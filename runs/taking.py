@@ -1,8 +1,10 @@
-"""Who is on a work item: a person takes an open item ("I'm working on this") and lets it go.
+"""Who is on a work item: a person takes an open item ("I'm working on this") and lets it go, or a member
+of the assignment puts a named colleague on it ("assigned to …").
 
-A take tells colleagues, it never locks: the spec lets anyone in an item's assignment decide, and the
-first decision wins (spec §3.4). Taking an item someone else holds takes it over, which the pages ask
-the person to confirm. Every take is kept (ItemTake) for the run's timeline.
+A take or a hand-over tells colleagues, it never locks: the spec lets anyone in an item's assignment
+decide, and the first decision wins (spec §3.4). Taking an item someone else holds takes it over, which
+the pages ask the person to confirm. Every take and hand-over is kept (ItemTake, ItemHandover) for the
+run's timeline.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.identity import Identity
+from accounts.members import active_members
 
+from . import live, notices
 from .assignments import may_decide
-from .errors import Conflict, Forbidden
-from .models import ItemTake, WorkItem, WorkItemState
+from .errors import Conflict, Forbidden, Invalid
+from .models import ItemHandover, ItemTake, WorkItem, WorkItemState
 
 
 def take(identity: Identity, item: WorkItem, *, holder_seen: int | None) -> bool:
@@ -41,6 +45,7 @@ def take(identity: Identity, item: WorkItem, *, holder_seen: int | None) -> bool
                 released_at=now, taken_over_by_id=me
             )
         ItemTake.objects.create(item_id=item.pk, user_id=me, taken_at=now)
+        live.touch(*live.audience(item))
     item.taken_by_id, item.taken_at = me, now
     return True
 
@@ -55,9 +60,53 @@ def release(identity: Identity, item: WorkItem) -> bool:
             ItemTake.objects.filter(item_id=item.pk, user_id=identity.user.pk, released_at__isnull=True).update(
                 released_at=now
             )
+            live.touch(*live.audience(item))
     if let_go:
         item.taken_by_id, item.taken_at = None, None
     return bool(let_go)
+
+
+def hand(identity: Identity, item: WorkItem, *, email: str) -> bool:
+    """Put the colleague `email` names on an open item, and tell them; return False when they already were.
+
+    The colleague must be inside the item's assignment (a member of its group, or an operator for an
+    escalation), so they could decide it themselves.
+    """
+    if not may_hand(identity, item):
+        raise Forbidden("Only people this item is assigned to, and the operators, can assign it to a colleague.")
+    if item.assigned_user_id is not None:
+        raise Conflict("This item is assigned to one person already; there is nobody to hand it to.")
+    email = (email or "").strip()[:254]
+    people = active_members(identity.organization.pk)
+    if item.for_operators:
+        people, within = people.filter(membership__is_operator=True), "the operators"
+    else:
+        people, within = people.filter(process_groups=item.assigned_group_id), f"the group {item.assigned_group.name}"
+    to = people.filter(email__iexact=email).first() if email else None
+    if to is None:
+        raise Invalid("Choose a colleague who could decide this item.",
+                      [f"person: '{email}' is not one of {within}" if email else "person: required: choose a colleague"])
+    now = timezone.now()
+    with transaction.atomic():
+        changed = WorkItem.objects.filter(pk=item.pk, state=WorkItemState.OPEN).exclude(handed_to=to).update(
+            handed_to=to)
+        if not changed:
+            if not WorkItem.objects.filter(pk=item.pk, state=WorkItemState.OPEN).exists():
+                raise Conflict("This item is no longer open: it was decided or the run moved on.")
+            return False
+        ItemHandover.objects.create(item_id=item.pk, to=to, by=identity.user, at=now)
+        owed = notices.record_handover(item=item, to=to, by=identity.user, now=now)
+        live.touch(*live.audience(item), live.person(to.pk))
+        if owed:
+            run_id = item.run_id
+            transaction.on_commit(lambda: notices.send_pending_email(run_id=run_id))
+    item.handed_to = to
+    return True
+
+
+def may_hand(identity: Identity, item: WorkItem) -> bool:
+    """Whether a person may put a colleague on an item: anyone in its assignment, and the operators."""
+    return may_decide(identity, item) or (identity.is_human and identity.is_operator)
 
 
 def _check_may_take(identity: Identity, item: WorkItem) -> None:
@@ -72,6 +121,12 @@ def takes_of(items) -> list[ItemTake]:
     return list(ItemTake.objects.filter(item__in=items).select_related("user", "taken_over_by", "item__step"))
 
 
-def refs(takes: list[ItemTake]) -> set[str]:
-    """The refs of everyone named in these takes, for the page to name them."""
-    return {take.user.ref for take in takes} | {take.taken_over_by.ref for take in takes if take.taken_over_by}
+def handovers_of(items) -> list[ItemHandover]:
+    """Every hand-over of these items, oldest first, with who handed them to whom."""
+    return list(ItemHandover.objects.filter(item__in=items).select_related("to", "by", "item__step"))
+
+
+def refs(takes: list[ItemTake], handovers=()) -> set[str]:
+    """The refs of everyone named in these takes and hand-overs, for the page to name them."""
+    return ({take.user.ref for take in takes} | {take.taken_over_by.ref for take in takes if take.taken_over_by}
+            | {h.to.ref for h in handovers} | {h.by.ref for h in handovers})

@@ -23,3 +23,8 @@ def operator(request) -> dict:
         return bool(membership and membership.is_operator)
 
     return {"is_operator": is_operator}
+
+
+def live(request) -> dict:
+    """What a page's live script needs (work.live_page): set only on a person's pages."""
+    return {"live_page": getattr(request, "live_page", None)}

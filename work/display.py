@@ -143,8 +143,9 @@ def _verb(kind: str, record: dict) -> tuple[str, str]:
     return "completed", "ok"
 
 
-def timeline(definition: Definition, view: dict, items=(), takes=()) -> list[dict]:
-    """Every start, completion, decision, escalation, return, take and end of the run, oldest first."""
+def timeline(definition: Definition, view: dict, items=(), takes=(), *, handovers=(), comments=()) -> list[dict]:
+    """Every start, completion, decision, escalation, return, take, hand-over, comment and end of the run,
+    oldest first."""
     run = view["run"]
     entries = [{"at": run["startedAt"], "by": run["startedBy"], "what": "started the run", "step": None,
                 "tone": "info", "note": None, "earlier": False}]
@@ -177,6 +178,14 @@ def timeline(definition: Definition, view: dict, items=(), takes=()) -> list[dic
                             "tone": "info", "note": returned.get("note") if returned.get("at") == at else None,
                             "earlier": False})
     entries.extend(_take_entries(takes))
+    for handover in handovers:
+        entries.append({"at": iso(handover.at), "by": handover.by.ref, "what": "assigned", "step": handover.item.step.step_id,
+                        "tone": "info", "note": None, "earlier": False, "to": handover.to.ref})
+    for comment in comments:
+        item = comment.work_item
+        entries.append({"at": iso(comment.created_at), "by": comment.author.ref,
+                        "what": "commented on" if item else "commented", "step": item.step.step_id if item else None,
+                        "tone": "info", "note": None, "earlier": False, "comment": comment.body})
     ended = run.get("ended")
     if ended:
         if run["state"] == "cancelled":

@@ -29,8 +29,10 @@ def sort_key(value: str | None) -> str:
 def inbox_items(identity: Identity, *, process: str | None = None, show: str = "", sort: str = "age"):
     """My open work items other than escalations, oldest first or as sorted, each with its run, step and who took it."""
     mine, *groups = assigned_parts(identity, operators=False)
-    parts = {"mine": [mine], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
-    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by"),
+    # "Assigned to me": the items named for me, and my groups' items a colleague handed me.
+    handed = [part.filter(handed_to=identity.user) for part in groups]
+    parts = {"mine": [mine, *handed], "groups": groups, "unassigned": groups}.get(show, [mine, *groups])
+    items = AssignedItems(parts or [mine.none()], ("run__version", "step", "assigned_group", "taken_by", "handed_to"),
                           sort_key(sort))
     if show == "taken":
         items = items.filter(taken_by=identity.user)

@@ -27,14 +27,14 @@ from base.params import optional_integer
 from processes.definition import JOIN, definition_for
 from processes.maps import process_map
 from processes.wording import step_title
-from runs import files, notices, taking, timers
+from runs import conversation, files, notices, taking, timers
 from runs.assignments import may_decide
 from runs.canonical import data_size
 from runs.errors import Conflict, Forbidden, Invalid, NotAccepted, NotFound, Stale, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem, public_pk
 from runs.tools import call_tool
 
-from . import attention, display, figures, inbox, runlist, search
+from . import attention, display, figures, inbox, live_page, runlist, search
 from .forms import apply_change, controls_for, place_problems, read_values, summary, too_large
 from .people import members_of, picker, suggestions
 
@@ -54,6 +54,7 @@ def person_page(view):
         identity = Identity.for_user(request.user)
         if identity is None:
             return render(request, "work/no_membership.html", status=403)
+        live_page.remember(request, identity, kwargs)  # before the page reads anything it shows
         with files.serving(request):  # links made here (in emails sent after a decision) name this host
             return view(request, identity, *args, **kwargs)
 
@@ -217,7 +218,7 @@ def people_suggest(request, identity: Identity):
 @person_page
 def take_item(request, identity: Identity, item_id: str):
     """Take a group's item ("I'm working on this"), or take it over once the person has seen who holds it."""
-    item = _item_or_404(identity, item_id)
+    item = item_or_404(identity, item_id)
     seen = optional_integer(request.POST, "holder", minimum=1)
     try:
         taking.take(identity, item, holder_seen=seen)
@@ -234,7 +235,7 @@ def take_item(request, identity: Identity, item_id: str):
 @person_page
 def release_item(request, identity: Identity, item_id: str):
     """Let go of an item the person took, so a colleague can pick it up."""
-    item = _item_or_404(identity, item_id)
+    item = item_or_404(identity, item_id)
     try:
         if taking.release(identity, item):
             messages.info(request, f"You let go of “{step_title(item.step.step_id)}”.")
@@ -251,7 +252,7 @@ def _back(request, item: WorkItem):
 
 
 
-def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
+def item_or_404(identity: Identity, item_id: str) -> WorkItem:
     # By key alone, the organization checked on the row: a plan that looked the key up within the
     # organization's items could read all of them.
     item = (WorkItem.objects.select_related("run__version", "step", "assigned_group", "taken_by")
@@ -265,10 +266,11 @@ def _item_or_404(identity: Identity, item_id: str) -> WorkItem:
 @person_page
 def item_page(request, identity: Identity, item_id: str):
     """Show one work item with the run it belongs to, and take the person's decision on it."""
-    item = _item_or_404(identity, item_id)
+    item = item_or_404(identity, item_id)
     if request.method == "POST":
         return _decide(request, identity, item)
-    return _item_response(request, identity, item)
+    notices.read_item(user=identity.user, item=item)  # opening the item reads what told the person of it
+    return item_response(request, identity, item)
 
 
 def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=None, issues=None, problems=None,
@@ -319,8 +321,8 @@ def _decision_form(identity, current: dict, data: dict, *, posted=None, form_id=
     }
 
 
-def _item_response(request, identity: Identity, item: WorkItem, *, status: int = 200, posted=None, form_id=None,
-                   issues=None, problems=None, kept=None, seen=None, notice=None, redrawn=None):
+def item_response(request, identity: Identity, item: WorkItem, *, status: int = 200, posted=None, form_id=None,
+                   issues=None, problems=None, kept=None, seen=None, notice=None, redrawn=None, extra=None):
     """Render a work item page from a fresh read of its run."""
     try:
         view = call_tool(identity, "get_run", {"runId": item.run.public_id})
@@ -380,6 +382,7 @@ def _item_response(request, identity: Identity, item: WorkItem, *, status: int =
                               problems=problems, kept=files, earlier=earlier)
         form["redrawn_files"] = redrawn if redrawn and (redrawn["kept"] or redrawn["again"]) else None
         context["form"] = form
+    context.update(extra or {})
     return render(request, "work/item.html", context, status=status)
 
 
@@ -418,11 +421,11 @@ def _decide(request, identity: Identity, item: WorkItem):
     if post.get("op"):
         return _change_complete_form(request, identity, item, rid)
     if form_id is None:
-        return _item_response(request, identity, item, status=400, issues=["decision: press one of the buttons"])
+        return item_response(request, identity, item, status=400, issues=["decision: press one of the buttons"])
     item.refresh_from_db(fields=["taken_by", "taken_at"])
     if item.taken_by_id not in (None, identity.user.pk) and post.get("confirm_taken") != str(item.taken_by_id):
         # A colleague is on it: deciding anyway is allowed (the first decision wins), once confirmed.
-        return _item_response(request, identity, item, status=409, notice="taken", **again)
+        return item_response(request, identity, item, status=409, notice="taken", **again)
     arguments = {
         "runId": item.run.public_id,
         "workItemId": item.public_id,
@@ -438,7 +441,7 @@ def _decide(request, identity: Identity, item: WorkItem):
         arguments["output"] = output
         evidence, upload_issues, kept = _evidence(request, identity, rid)
         if upload_issues:
-            return _item_response(request, identity, item, status=400, issues=upload_issues, problems=problems,
+            return item_response(request, identity, item, status=400, issues=upload_issues, problems=problems,
                                   kept=kept, **{**again, "seen": None})
         if evidence:
             arguments["evidence"] = evidence
@@ -446,7 +449,7 @@ def _decide(request, identity: Identity, item: WorkItem):
             arguments["summary"] = post["summary"].strip()
             if (size := data_size(arguments["summary"])) > settings.RUN_DATA_BYTES:
                 issue = f"summary: Summary {too_large(size, settings.RUN_DATA_BYTES)}"
-                return _item_response(request, identity, item, status=400, issues=[issue], problems=problems,
+                return item_response(request, identity, item, status=400, issues=[issue], problems=problems,
                                       kept=kept, **{**again, "seen": None})
         if requirements["next"]:
             if post.get("next"):
@@ -458,18 +461,18 @@ def _decide(request, identity: Identity, item: WorkItem):
     try:
         view = call_tool(identity, "decide", arguments)
     except Stale:
-        return _item_response(request, identity, item, status=409, kept=kept, notice="stale", problems=problems,
+        return item_response(request, identity, item, status=409, kept=kept, notice="stale", problems=problems,
                               **again)
     except Conflict as error:
         notice = (error.issues or ["conflict"])[0]
-        return _item_response(request, identity, item, status=409, notice=notice)
+        return item_response(request, identity, item, status=409, notice=notice)
     except (NotAccepted, Invalid) as error:
-        return _item_response(request, identity, item, status=error.status, issues=error.issues or [error.message],
+        return item_response(request, identity, item, status=error.status, issues=error.issues or [error.message],
                               problems=problems, kept=kept, **{**again, "seen": None})
     except (Forbidden, NotFound) as error:
         return refused(request, error)
     except ToolError as error:  # `retry`: the database or a check's evaluator is briefly unavailable
-        return _item_response(request, identity, item, status=error.status, issues=[error.message],
+        return item_response(request, identity, item, status=error.status, issues=[error.message],
                               problems=problems, kept=kept, **{**again, "seen": None})
     _tell_decided(request, identity, item, decision, view)
     return redirect("inbox")
@@ -485,7 +488,7 @@ def _change_complete_form(request, identity: Identity, item: WorkItem, rid: str)
     chosen = [upload.name for upload in request.FILES.getlist("files")]
     failed = [name for name in chosen if any(issue.startswith(f"evidence: {name}") for issue in upload_issues)]
     redrawn = {"kept": [name for name in chosen if name not in failed], "again": failed}
-    return _item_response(request, identity, item, status=400 if upload_issues else 200, posted=request.POST,
+    return item_response(request, identity, item, status=400 if upload_issues else 200, posted=request.POST,
                           form_id="complete", issues=upload_issues, kept=kept, redrawn=redrawn)
 
 
@@ -527,8 +530,8 @@ def _taken(definition, rows: list[RunStep]) -> set[tuple[str, str]]:
     return taken
 
 
-def _run_response(request, identity: Identity, run_id: str, *, status: int = 200, cancel_issues=None,
-                  cancel_reason: str = ""):
+def run_response(request, identity: Identity, run_id: str, *, status: int = 200, cancel_issues=None,
+                  cancel_reason: str = "", extra=None):
     try:
         view = call_tool(identity, "get_run", {"runId": run_id})
     except ToolError as error:
@@ -540,10 +543,12 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
     rows = list(RunStep.objects.filter(run=run))
     items = list(WorkItem.objects.filter(run=run).select_related("step").order_by("created_at", "pk"))
     claims = [row for row in rows if row.state == StepState.CLAIMED]
-    takes = taking.takes_of(items)
+    takes, handovers = taking.takes_of(items), taking.handovers_of(items)
+    comments = conversation.comments_on(run)
     names = display.names_in_view(
         identity.organization, view,
-        extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items} | taking.refs(takes),
+        extra={row.claimed_by or "" for row in claims} | {i.decided_by or "" for i in items}
+        | taking.refs(takes, handovers) | {c.author.ref for c in comments},
     )
     open_ids = {w["id"] for w in view["workItems"]}
     decidable = {i.public_id for i in items if i.public_id in open_ids and may_decide(identity, i)}
@@ -558,7 +563,8 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         "view": view,
         "run": view["run"],
         "map": svg,
-        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision], takes),
+        "timeline": display.timeline(definition, view, [i for i in items if i.escalation or i.decision], takes,
+                                     handovers=handovers, comments=comments),
         "records": display.step_records(definition, view["data"]),
         "files": display.file_names(identity.organization, display.file_refs(view["data"])),
         "claims": claims,
@@ -567,6 +573,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
         "definition": definition,
         "cancel": {"request_id": new_request_id(), "issues": cancel_issues or [], "reason": cancel_reason},
         "nav": "runs",
+        **(extra or {}),
     }
     return render(request, "work/run.html", context, status=status)
 
@@ -576,7 +583,7 @@ def _run_response(request, identity: Identity, run_id: str, *, status: int = 200
 def run_page(request, identity: Identity, run_id: str):
     """Show a run: its map, timeline, open work and claims; operators may cancel it."""
     _pk(run_id, "r")
-    return _run_response(request, identity, run_id)
+    return run_response(request, identity, run_id)
 
 
 @require_POST
@@ -589,7 +596,7 @@ def cancel_run(request, identity: Identity, run_id: str):
     try:
         call_tool(identity, "cancel", arguments)
     except (Invalid, Conflict) as error:
-        return _run_response(request, identity, run_id, status=error.status,
+        return run_response(request, identity, run_id, status=error.status,
                              cancel_issues=error.issues or [error.message], cancel_reason=reason)
     except ToolError as error:
         return refused(request, error)

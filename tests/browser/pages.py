@@ -127,6 +127,9 @@ def people_pages(publish, agent, make_person) -> Iterator[PeoplePage]:
     yield PeoplePage("approval, a colleague is on it", item_url(running), manager)
     yield PeoplePage("inbox, taken by a colleague", "/inbox/?show=groups", manager)
     yield PeoplePage("inbox, nobody on it", "/inbox/?show=unassigned", manager)
+    converse(colleague, open_item(running), mention=manager)
+    yield PeoplePage("inbox, assigned to me and mentioned", "/inbox/?show=mine", manager)
+    yield PeoplePage("approval, with a conversation and assigned to a colleague", item_url(running), manager)
 
     escalated = escalate(agent, approve(manager, complete_request(buyer, start_order(agent, mode="test"))))
     yield PeoplePage("escalation", item_url(escalated), ops)
@@ -199,6 +202,18 @@ def take(person, item: dict) -> None:
     from runs.models import WorkItem
 
     taking.take(person, WorkItem.objects.get(pk=int(item["id"][2:])), holder_seen=None)
+
+
+def converse(person, item: dict, *, mention) -> None:
+    """Comment on an item in Markdown, mentioning a colleague, and assign the item to them."""
+    from runs import conversation, taking
+    from runs.models import WorkItem
+
+    row = WorkItem.objects.select_related("run", "step", "assigned_group").get(pk=int(item["id"][2:]))
+    body = (f"@{mention.email} can you check the **quote**? It is at {LONG_URL}\n\n"
+            f"- the amount\n- the vendor: {LONG_WORD}")
+    conversation.add_comment(person, row.run, body=body, item=row)
+    taking.hand(person, row, email=mention.email)
 
 
 def approve(manager, view: dict) -> dict:

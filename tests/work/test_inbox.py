@@ -99,7 +99,7 @@ def test_the_inbox_lists_my_notifications_newest_first_and_marks_them_read(purch
     response = client.post("/inbox/notifications/read/")
     assert response.status_code == 302
     html = client.get("/inbox/").content.decode()
-    assert "2 new" not in html and "Mark all as read" not in html
+    assert "2 new" not in html and "Mark all read" not in html
 
 
 def test_inbox_queries_do_not_grow_with_the_number_of_items(purchase, browser_of):
