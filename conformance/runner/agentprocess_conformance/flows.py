@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import email.utils
 import hashlib
 import json
 import time
 
 from .calls import Caller, Nonconformance
+from .exchanges import LOG
 from .framework import Skip
 
 LINK = "https://records.example/conformance/1"
@@ -23,6 +25,8 @@ SAMPLES = {
     "object": {"note": "conformance"},
 }
 POLL_SECONDS = 0.25
+# How far an expiresAt may be from now plus the lease: the Date header and many timestamps are to the second.
+EXPIRY_TOLERANCE_SECONDS = 2.0
 
 
 def sample(spec, person: str):
@@ -74,6 +78,39 @@ def now_plus(seconds: float) -> str:
 
 def parse_time(value: str) -> dt.datetime:
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def server_now() -> dt.datetime | None:
+    """The server's clock at its last answer: the HTTP Date header (RFC 9110 §6.6.1), to the second."""
+    last = LOG.last()
+    if last is None or not last.date:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(last.date)
+    except (TypeError, ValueError):
+        return None
+
+
+def lease_problem(expires_at: str, lease_seconds: float, served: dt.datetime | None) -> str | None:
+    """Say how an expiresAt is not the server's now plus the lease (spec §3.3), or None when it is."""
+    if served is None or not lease_seconds:
+        return None
+    ahead = (parse_time(expires_at) - served).total_seconds()
+    if abs(ahead - lease_seconds) > EXPIRY_TOLERANCE_SECONDS:
+        return (f"expiresAt {expires_at} is {ahead:.1f} s after the server's Date header, "
+                f"not the lease of {lease_seconds:.0f} s")
+    return None
+
+
+def listed_anywhere(context, run_ids) -> list[str]:
+    """Who lists any step of these runs in their get_work, each agent and each person asked once."""
+    found = []
+    for caller in [*context.agents, *(caller for _, caller in context.people.values())]:
+        for item in pages(caller, "get_work", limit=100):
+            if item.get("runId") in run_ids:
+                step = item.get("stepId") or (item.get("workItem") or {}).get("stepId")
+                found.append(f"{caller.name} lists {step} of {item['runId']}")
+    return found
 
 
 def digest(content: bytes) -> str:
