@@ -64,7 +64,7 @@ class Context:
                 continue
             return person, caller
         wanted = " ".join(part for part in (
-            "another" if exclude else "a",
+            "another" if exclude else ("an" if operator else "a"),
             "operator" if operator else "person",
             f"in the role {role}" if role else "",
         ) if part)
