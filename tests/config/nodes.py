@@ -90,7 +90,7 @@ def serving(env: dict, tmp_path: Path):
             try:
                 requests.get(f"{base}/healthz?probe=1", timeout=5)
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # a busy machine may be slow to answer
                 assert time.monotonic() < deadline and server.poll() is None, err.read_text()
                 time.sleep(0.2)
         yield out, err
