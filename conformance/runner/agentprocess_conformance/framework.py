@@ -90,12 +90,13 @@ class Recorder:
         raise KeyError(f"{check_id} is not a check of section {self.section.key}")
 
     def record(self, check_id: str, status: str, message: str = "", seconds: float = 0.0,
-               since: int | None = None) -> None:
+               since: int | None = None, exchanges: list | None = None) -> None:
+        """Record a check's result; a failure keeps the given exchanges, else the last ones since `since`."""
         if check_id in self.results:
             return
         result = Result(self.section, self.declared(check_id), status, message, seconds)
-        if status == FAILED and since is not None:
-            result.exchanges = [exchange.as_json() for exchange in LOG.since(since)]
+        if status == FAILED and (exchanges or since is not None):
+            result.exchanges = [exchange.as_json() for exchange in (exchanges or LOG.since(since))]
         self.results[check_id] = result
         self.on_result(result)
 
@@ -108,10 +109,9 @@ class Recorder:
         except Skip as exc:
             self.record(check_id, SKIPPED, str(exc), time.monotonic() - started)
         except Exception as exc:
-            self.record(check_id, FAILED, explain(exc), time.monotonic() - started, since=self.first_exchange)
-            if getattr(exc, "exchanges", None):
-                # The check knows which exchanges carried the fault (the answers section's ledger).
-                self.results[check_id].exchanges = [exchange.as_json() for exchange in exc.exchanges]
+            # A check may know which exchanges carried the fault (the answers section's ledger).
+            self.record(check_id, FAILED, explain(exc), time.monotonic() - started, since=self.first_exchange,
+                        exchanges=getattr(exc, "exchanges", None))
         else:
             self.record(check_id, PASSED, "", time.monotonic() - started)
 
