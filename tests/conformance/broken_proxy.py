@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection", "upgrade"}
+# Headers the proxy's own send_response writes: the server's are not repeated.
+OWN = {"date", "server"}
 FAULTS = ("already_decided", "newest_first", "token_leak")
 
 
@@ -112,7 +114,7 @@ def handler_for(upstream: str, faults: Faults):
             answer = response.read()
             answer = self.rewritten(body, answer, response.getheader("Content-Type") or "")
             self.send_response(response.status)
-            headers = [(key, value) for key, value in response.getheaders() if key.lower() not in HOP_BY_HOP]
+            headers = [(key, value) for key, value in response.getheaders() if key.lower() not in HOP_BY_HOP | OWN]
             if hasattr(faults, "headers"):
                 headers = faults.headers(urlsplit(self.path).path, response.status, headers)
             for key, value in headers:

@@ -158,29 +158,36 @@ class CancelKeepsReady(Fault):
 
 
 class WorkAfterCancel(Fault):
-    """get_work goes on listing the agent steps of a cancelled run (spec §3.5; tools.md get_work)."""
+    """get_work goes on listing the ready agent steps of a cancelled run (spec §3.5; tools.md get_work)."""
 
     def __init__(self):
         super().__init__()
-        self.items: dict[str, list[dict]] = defaultdict(list)
+        self.items: dict[str, list[dict]] = {}
         self.cancelled: set[str] = set()
 
     def rewrite(self, tool, arguments, envelope):
-        if not envelope.get("ok"):
-            return envelope
+        view = view_of(envelope)
         with self.lock:
-            if tool == "cancel":
-                self.cancelled.add(arguments.get("runId"))
-            elif tool == "get_work":
+            if view is not None and tool == "cancel":
+                self.cancelled.add(view["run"]["id"])
+            elif view is not None and view["run"]["id"] not in self.cancelled:
+                self.items[view["run"]["id"]] = [work_item(view, step) for step in view["steps"]
+                                                  if step["state"] == "ready" and step["kind"] == "agent"]
+            elif tool == "get_work" and envelope.get("ok"):
                 items = envelope["data"]["items"]
-                if items and "stepId" not in items[0]:
-                    return envelope  # a person's work items
-                for item in items:
-                    self.items[item["runId"]] = [copy.deepcopy(item)]
                 shown = {item["runId"] for item in items}
                 for run_id in self.cancelled - shown:
                     items += copy.deepcopy(self.items.get(run_id, []))
         return envelope
+
+
+def work_item(view: dict, step: dict) -> dict:
+    """The get_work item of a ready agent step, as tools.md shapes it."""
+    run = view["run"]
+    return {"runId": run["id"], "stepId": step["id"], "process": run["process"], "version": run["version"],
+            "mode": run["mode"], "readySince": run["updatedAt"], "due": None, "overdue": False, "handoff": None,
+            "claim": {"tool": "claim", "arguments": {"runId": run["id"], "stepId": step["id"],
+                                                      "requestId": "<new UUID>"}}}
 
 
 class AlreadyDecidedAsStale(Faults):

@@ -88,6 +88,7 @@ def test_check_config_says_what_works_and_each_problem_with_what_to_do(conforman
                  "ok       fixtures.publish: support-escalation version "):
         assert line in output, output
     assert "note: profiles: check-1 is not advertised" in output, output
+    config["fixtures"] = {"published": prepared.published}
     config["agents"] = [config["agents"][0], {**config["agents"][1], "client_secret": "wrong"}]
     config["people"][1]["password"] = "wrong"
     status, output = check_config(runner_command, config, tmp_path)

@@ -13,6 +13,7 @@ from agentprocess_conformance import (
     config,
     exchanges,
     fixtures,
+    flows,
     framework,
     people,
     publishing,
@@ -224,3 +225,14 @@ def test_check_config_names_an_unreachable_server_and_what_to_do(capsys):
     assert cli.main(["check-config", "--url", "http://127.0.0.1:1", "--client", "id:secret"]) == cli.EXIT_UNUSABLE
     printed = capsys.readouterr().out
     assert "PROBLEM  url: cannot reach http://127.0.0.1:1/mcp" in printed and "start the server" in printed
+
+
+def test_the_servers_clock_is_its_first_date_header_and_an_expiry_is_held_to_the_lease():
+    exchanges.LOG.entries.append(exchanges.Exchange(
+        10**9, "POST", "/mcp", 200, None, None, date="Sun, 06 Dec 2026 02:00:00 GMT, Sun, 06 Dec 2026 02:00:03 GMT"))
+    served = flows.server_now()
+    assert served.isoformat() == "2026-12-06T02:00:00+00:00"
+    assert flows.lease_problem("2026-12-06T02:00:08Z", 8, served) is None
+    assert flows.lease_problem("2026-12-06T02:00:07.5Z", 8, served) is None
+    assert "not the lease of 8 s" in flows.lease_problem("2026-12-06T03:00:08Z", 8, served)
+    assert "not the lease of 8 s" in flows.lease_problem("2026-12-06T02:00:02Z", 8, served)

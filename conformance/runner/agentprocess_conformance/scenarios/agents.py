@@ -202,9 +202,7 @@ def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) 
     time between the two calls (measured here, so the clocks of runner and server need not agree).
     """
     agent = context.agent
-    token = claimed["token"]
-    if not context.offers("renew"):
-        rec.skip("agent.renew_old_token", "the server does not offer renew (describe.tools)")
+    token, renewed = claimed["token"], None
     with rec.check("agent.renew"):
         context.need_tool("renew")
         pause = min(RENEW_PAUSE_SECONDS, context.lease_seconds / 3)
@@ -224,12 +222,14 @@ def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) 
         again = agent.write("renew", token=token)
         context.tokens.add(again["token"])
         token = again["token"]
-    if context.offers("renew"):
-        with rec.check("agent.renew_old_token"):
-            agent.fails("submit", "stale", **acceptable(claimed["token"]))
-            agent.fails("renew", "stale", token=claimed["token"])
-            agent.fails("escalate", "stale", token=claimed["token"], note="Cannot finish.")
-            agent.fails("renew", "stale", token=renewed["token"])
+    if renewed is None:
+        rec.skip("agent.renew_old_token", "renew did not answer a new token (agent.renew)")
+        return token
+    with rec.check("agent.renew_old_token"):
+        agent.fails("submit", "stale", **acceptable(claimed["token"]))
+        agent.fails("renew", "stale", token=claimed["token"])
+        agent.fails("escalate", "stale", token=claimed["token"], note="Cannot finish.")
+        agent.fails("renew", "stale", token=renewed["token"])
     return token
 
 
