@@ -211,7 +211,10 @@ def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) 
         renewed = agent.write("renew", token=token, progress="Read the ticket and the logs.")
         served, after = server_now(), time.monotonic()
         context.tokens.add(renewed["token"])
-        token = renewed["token"]
+        # The new token works: renewing with it answers another (and the loop goes on with that one).
+        again = agent.write("renew", token=renewed["token"])
+        context.tokens.add(again["token"])
+        token = again["token"]
         assert renewed["token"] != claimed["token"], "renew returned the same token"
         moved = (parse_time(renewed["expiresAt"]) - parse_time(claimed["expiresAt"])).total_seconds()
         assert before - claimed_at - EXPIRY_TOLERANCE_SECONDS <= moved <= after - claim_sent + EXPIRY_TOLERANCE_SECONDS, (
@@ -219,9 +222,6 @@ def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) 
             f"({claimed['expiresAt']} → {renewed['expiresAt']}): it is not now plus the lease")
         problem = lease_problem(renewed["expiresAt"], context.lease_seconds, served)
         assert problem is None, problem
-        again = agent.write("renew", token=token)
-        context.tokens.add(again["token"])
-        token = again["token"]
     if renewed is None:
         rec.skip("agent.renew_old_token", "renew did not answer a new token (agent.renew)")
         return token
