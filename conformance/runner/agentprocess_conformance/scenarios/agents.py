@@ -211,6 +211,7 @@ def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) 
         renewed = agent.write("renew", token=token, progress="Read the ticket and the logs.")
         served, after = server_now(), time.monotonic()
         context.tokens.add(renewed["token"])
+        token = renewed["token"]
         # The new token works: renewing with it answers another (and the loop goes on with that one).
         again = agent.write("renew", token=renewed["token"])
         context.tokens.add(again["token"])
