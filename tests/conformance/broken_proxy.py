@@ -1,11 +1,16 @@
 """A deliberately broken server: a proxy in front of a good one that rewrites a few tool answers.
 
-It forwards every request unchanged (the Host header too, so the server's URLs and token audiences
-name the proxy) and rewrites the tools.md envelope of three kinds of answer, over MCP and REST alike:
+It forwards every request (the Host header too, so the server's URLs and token audiences name the
+proxy) and rewrites the tools.md envelope of three kinds of answer, over MCP and REST alike:
 
 - `already_decided`: a decision on a decided item is refused as `stale` instead (spec §3.4 order);
 - `newest_first`: a wait that consumed the oldest of several held events shows the newest one's data (§3.6);
 - `token_leak`: get_run shows the run's latest claim token in its body (§6 rule 2).
+
+A fault object may also change more than envelopes, each hook optional (tests/conformance/planted.py
+has faults that do): `request(tool, arguments)` returns the arguments to forward, `mcp(method, params,
+result)` the MCP result to answer, `rest(tool, arguments, envelope)` the envelope over REST alone,
+and `headers(path, status, headers)` the response headers.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection", "upgrade"}
+# Headers the proxy's own send_response writes: the server's are not repeated.
+OWN = {"date", "server"}
 FAULTS = ("already_decided", "newest_first", "token_leak")
 
 
@@ -77,6 +84,8 @@ class Faults:
 def rewrite_mcp(faults: Faults, request: dict, answer: dict) -> dict:
     params = request.get("params") or {}
     result = answer.get("result")
+    if isinstance(result, dict) and hasattr(faults, "mcp"):
+        answer["result"] = result = faults.mcp(request.get("method"), params, result)
     if request.get("method") != "tools/call" or not isinstance(result, dict):
         return answer
     envelope = result.get("structuredContent")
@@ -97,7 +106,7 @@ def handler_for(upstream: str, faults: Faults):
 
         def forward(self):
             length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            body = self.outgoing(self.rfile.read(length) if length else b"")
             headers = {key: value for key, value in self.headers.items() if key.lower() not in HOP_BY_HOP}
             connection = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
             connection.request(self.command, self.path, body=body or None, headers=headers)
@@ -105,13 +114,30 @@ def handler_for(upstream: str, faults: Faults):
             answer = response.read()
             answer = self.rewritten(body, answer, response.getheader("Content-Type") or "")
             self.send_response(response.status)
-            for key, value in response.getheaders():
-                if key.lower() not in HOP_BY_HOP:
-                    self.send_header(key, value)
+            headers = [(key, value) for key, value in response.getheaders() if key.lower() not in HOP_BY_HOP | OWN]
+            if hasattr(faults, "headers"):
+                headers = faults.headers(urlsplit(self.path).path, response.status, headers)
+            for key, value in headers:
+                self.send_header(key, value)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
             self.wfile.write(answer)
             connection.close()
+
+        def outgoing(self, body: bytes) -> bytes:
+            """The request body to forward: a tool's arguments as the fault's `request` hook has them."""
+            path = urlsplit(self.path).path
+            if self.command != "POST" or not body or not hasattr(faults, "request"):
+                return body
+            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                request = json.loads(body)
+                if path.rstrip("/") == "/mcp" and request.get("method") == "tools/call":
+                    params = request["params"]
+                    params["arguments"] = faults.request(params["name"], params.get("arguments") or {})
+                    return json.dumps(request).encode()
+                if path.startswith("/api/tools/"):
+                    return json.dumps(faults.request(path.rsplit("/", 1)[1], request)).encode()
+            return body
 
         def rewritten(self, body: bytes, answer: bytes, content_type: str) -> bytes:
             path = urlsplit(self.path).path
@@ -122,7 +148,11 @@ def handler_for(upstream: str, faults: Faults):
                 if path.rstrip("/") == "/mcp":
                     return json.dumps(rewrite_mcp(faults, request, parsed)).encode()
                 if path.startswith("/api/tools/"):
-                    return json.dumps(faults.rewrite(path.rsplit("/", 1)[1], request, parsed)).encode()
+                    tool = path.rsplit("/", 1)[1]
+                    envelope = faults.rewrite(tool, request, parsed)
+                    if hasattr(faults, "rest"):
+                        envelope = faults.rest(tool, request, envelope)
+                    return json.dumps(envelope).encode()
             return answer
 
         do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = forward

@@ -8,7 +8,19 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from agentprocess_conformance import cli, config, fixtures, framework, report, scenarios, transport
+from agentprocess_conformance import (
+    cli,
+    config,
+    exchanges,
+    fixtures,
+    flows,
+    framework,
+    people,
+    publishing,
+    report,
+    scenarios,
+    transport,
+)
 
 from processes import hashing, parsing
 
@@ -82,15 +94,18 @@ def test_the_runner_reads_yaml_by_the_core_schema():
 def test_a_configuration_names_every_problem_at_once():
     with pytest.raises(config.ConfigError) as refused:
         config.build({"agents": [{"client_id": "a"}], "people": [{"roles": "x"}, {"name": "p", "roles": 3}],
-                      "people_adapter": {"kind": "telepathy"}, "max_wait": "soon"})
+                      "people_adapter": {"kind": "telepathy"}, "max_wait": "soon", "mcp_protocol_version": "2024-11-05",
+                      "check_evaluator": "http://x"})
     assert str(refused.value).splitlines() == [
         "url: the server's MCP endpoint (or its base URL) is required",
         ".agents[0]: needs client_id and client_secret, or token",
         ".people[0]: a person needs at least a name",
         ".people[1].roles: a list of role names, or \"*\" for every role",
         "agents: at least one agent is required ({client_id, client_secret} or {token})",
-        "people_adapter.kind: one of sign-in-form, headers, python",
+        "people_adapter.kind: one of sign-in-form, headers, command, python",
+        "mcp_protocol_version: one of auto, 2026-07-28, 2025-11-25, 2025-06-18",
         "max_wait: a number of seconds",
+        "check_evaluator: {url: <the evaluator's base URL, as the server's CHECK_EVALUATOR_URL>}",
     ]
 
 
@@ -144,3 +159,80 @@ def test_export_writes_every_fixture_and_the_probe(tmp_path):
     assert written == sorted(fixtures.all_names()) and len(written) == 13
     assert (tmp_path / "support-escalation" / "PROCESS.md").read_bytes() == (
         ROOT / "conformance" / "fixtures" / "support-escalation" / "PROCESS.md").read_bytes()
+
+
+def test_an_exchange_is_kept_with_its_secrets_redacted():
+    log = exchanges.Log()
+
+    class Sent:
+        url = "http://x/o/token/?client_secret=s3cret&grant_type=client_credentials"
+        method = "POST"
+        body = b"grant_type=client_credentials&client_secret=s3cret&password=pw"
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Authorization": "Basic s3cret"}
+
+    class Answer:
+        request = Sent
+        status_code = 200
+        content = b'{"access_token": "tok", "note": "Bearer abc.def", "data": {"token": "claim", "id": 1}}'
+        headers = {"Content-Type": "application/json", "Date": "Sun, 06 Dec 2026 02:00:00 GMT"}
+
+    log.add(Answer)
+    [kept] = log.since(0)
+    text = json.dumps(kept.as_json())
+    assert not [secret for secret in ("s3cret", '"tok"', "abc.def", "claim", "pw") if secret in text], text
+    assert kept.as_json()["response"]["data"]["id"] == 1 and kept.path.startswith("/o/token/")
+    assert kept.date == "Sun, 06 Dec 2026 02:00:00 GMT"
+
+
+def test_a_failed_check_carries_its_exchanges_and_the_console_shows_the_last():
+    section = framework.Section("demo", "Demo", "spec §0", (framework.Check("demo.a", "a", "spec §1"),), None)
+    exchange = {"method": "POST", "path": "/mcp", "status": 200, "tool": "claim", "request": {},
+                "response": {"ok": False, "error": {"code": "stale"}}}
+    result = framework.Result(section, section.checks[0], framework.FAILED, "claim answered stale", 0.1, [exchange])
+    shown = []
+    report.Printer(stream=type("Stream", (), {"write": lambda self, text: shown.append(text),
+                                              "flush": lambda self: None})()).result(result)
+    assert 'last exchange: POST /mcp (claim) → 200: {"ok": false' in "".join(shown)
+    data = report.as_json([result], server="http://x", describe={}, started="s", finished="f")
+    assert data["checks"][0]["exchanges"] == [exchange]
+
+
+def test_a_failed_publication_shows_the_end_of_its_output():
+    output = "UserWarning: a settings warning " + "x" * 500 + "\nCommandError: role tier1-lead is not bound"
+    assert publishing.tail(output).endswith("CommandError: role tier1-lead is not bound")
+    assert len(publishing.tail(output)) <= publishing.TAIL_CHARACTERS + 1
+
+
+def test_the_people_command_prints_headers_as_json_or_lines():
+    assert people.headers_from('{"Authorization": "Bearer a"}') == {"Authorization": "Bearer a"}
+    assert people.headers_from("Signed in.\nCookie: s=1; csrftoken=2\nX-CSRFToken: 2\n") == {
+        "Cookie": "s=1; csrftoken=2", "X-CSRFToken": "2"}
+
+
+def test_a_stateless_request_carries_its_version_in_meta_and_headers():
+    session = transport.McpSession("http://x/mcp", None, None, protocol_version="2026-07-28")
+    params = session.stamped({"name": "claim", "arguments": {}})
+    assert params["_meta"] == {transport.VERSION_META: "2026-07-28", transport.CAPABILITIES_META: {}}
+    headers = session.headers({"method": "tools/call", "params": {"name": "claim"}})
+    assert (headers["MCP-Protocol-Version"], headers["Mcp-Method"], headers["Mcp-Name"]) == (
+        "2026-07-28", "tools/call", "claim")
+    assert transport.header_value("réclamer") == "=?base64?csOpY2xhbWVy?="
+    handshake = transport.McpSession("http://x/mcp", None, None, protocol_version="2025-11-25")
+    assert handshake.stamped({"name": "claim"}) == {"name": "claim"} and "Mcp-Method" not in handshake.headers({})
+
+
+def test_check_config_names_an_unreachable_server_and_what_to_do(capsys):
+    assert cli.main(["check-config", "--url", "http://127.0.0.1:1", "--client", "id:secret"]) == cli.EXIT_UNUSABLE
+    printed = capsys.readouterr().out
+    assert "PROBLEM  url: cannot reach http://127.0.0.1:1/mcp" in printed and "start the server" in printed
+
+
+def test_the_servers_clock_is_its_first_date_header_and_an_expiry_is_held_to_the_lease():
+    exchanges.LOG.entries.append(exchanges.Exchange(
+        10**9, "POST", "/mcp", 200, None, None, date="Sun, 06 Dec 2026 02:00:00 GMT, Sun, 06 Dec 2026 02:00:03 GMT"))
+    served = flows.server_now()
+    assert served.isoformat() == "2026-12-06T02:00:00+00:00"
+    assert flows.lease_problem("2026-12-06T02:00:08Z", 8, served) is None
+    assert flows.lease_problem("2026-12-06T02:00:07.5Z", 8, served) is None
+    assert "not the lease of 8 s" in flows.lease_problem("2026-12-06T03:00:08Z", 8, served)
+    assert "not the lease of 8 s" in flows.lease_problem("2026-12-06T02:00:02Z", 8, served)

@@ -14,9 +14,12 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import yaml
 
 from .oauth import BearerToken, ClientCredentials
+from .transport import AUTO, VERSIONS
 
 ALL_ROLES = "*"
 DEFAULT_MAX_WAIT = 30.0
+ADAPTERS = ("sign-in-form", "headers", "command", "python")
+MCP_VERSIONS = (AUTO, *VERSIONS)
 
 
 class ConfigError(Exception):
@@ -58,6 +61,7 @@ class Config:
     max_wait: float = DEFAULT_MAX_WAIT
     scope: str | None = None
     protocol_version: str | None = None
+    check_evaluator: str | None = None
 
 
 def read_file(path: Path) -> dict:
@@ -156,13 +160,21 @@ def build(data: dict, *, overrides: dict | None = None) -> Config:
     if publisher is not None and not (isinstance(publisher, dict) and publisher.get("command")):
         problems.append("fixtures.publish: needs a command (see docs/conformance.md)")
     adapter = data.get("people_adapter") or {"kind": "sign-in-form"}
-    if adapter.get("kind") not in ("sign-in-form", "headers", "python"):
-        problems.append("people_adapter.kind: one of sign-in-form, headers, python")
+    if adapter.get("kind") not in ADAPTERS:
+        problems.append(f"people_adapter.kind: one of {', '.join(ADAPTERS)}")
+    if adapter.get("kind") == "command" and not (isinstance(adapter.get("command"), list) and adapter["command"]):
+        problems.append("people_adapter.command: a list, the program and its arguments ({name}, {login}, {person})")
+    version = data.get("mcp_protocol_version")
+    if version is not None and version not in MCP_VERSIONS:
+        problems.append(f"mcp_protocol_version: one of {', '.join(MCP_VERSIONS)}")
     try:
         max_wait = float(data.get("max_wait", DEFAULT_MAX_WAIT))
     except (TypeError, ValueError):
         problems.append("max_wait: a number of seconds")
         max_wait = DEFAULT_MAX_WAIT
+    evaluator = data.get("check_evaluator")
+    if evaluator is not None and not (isinstance(evaluator, dict) and isinstance(evaluator.get("url"), str)):
+        problems.append("check_evaluator: {url: <the evaluator's base URL, as the server's CHECK_EVALUATOR_URL>}")
     if problems:
         raise ConfigError("\n".join(problems))
     return Config(
@@ -177,4 +189,5 @@ def build(data: dict, *, overrides: dict | None = None) -> Config:
         max_wait=max_wait,
         scope=scope,
         protocol_version=data.get("mcp_protocol_version"),
+        check_evaluator=(data.get("check_evaluator") or {}).get("url") if isinstance(data.get("check_evaluator"), dict) else None,
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import requests
 
+from . import exchanges
 from . import fixtures as fixture_files
 from .calls import Caller
 from .config import Config, Person
@@ -14,7 +15,7 @@ from .oauth import AuthorizationProblem, ClientCredentials, Discovery, discover
 from .people import PersonAdapter, adapter_for
 from .publishing import Publication
 from .schemas import Ledger, Schemas
-from .transport import HANDSHAKE_VERSIONS, BearerRest, McpSession
+from .transport import AUTO, HANDSHAKE_VERSIONS, STATELESS_VERSIONS, BearerRest, McpSession, TransportError
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Context:
     processes: dict[str, dict] = field(default_factory=dict)
     fixtures: dict[str, fixture_files.Fixture] = field(default_factory=dict)
     publications: dict[str, Publication] | None = None
+    mcp_version: str = HANDSHAKE_VERSIONS[0]
     tokens: set[str] = field(default_factory=set)
     runs: set[str] = field(default_factory=set)
 
@@ -62,7 +64,7 @@ class Context:
                 continue
             return person, caller
         wanted = " ".join(part for part in (
-            "another" if exclude else "a",
+            "another" if exclude else ("an" if operator else "a"),
             "operator" if operator else "person",
             f"in the role {role}" if role else "",
         ) if part)
@@ -103,19 +105,32 @@ class Context:
         return float(self.describe.get("leaseSeconds") or 0)
 
 
+def mcp_version(config: Config, discovery) -> str:
+    """The MCP revision to speak: the configured one, or (auto) 2026-07-28 when server/discover answers it."""
+    wanted = config.protocol_version or AUTO
+    if wanted != AUTO:
+        return wanted
+    probe = McpSession(config.mcp_url, config.home.agents[0], discovery, protocol_version=STATELESS_VERSIONS[0])
+    try:
+        probe.open()
+    except (TransportError, AuthorizationProblem, requests.RequestException, ValueError):
+        return HANDSHAKE_VERSIONS[0]
+    return STATELESS_VERSIONS[0]
+
+
 def connect(config: Config, schemas: Schemas, ledger: Ledger) -> Context:
     """Find the token endpoint, open an MCP session per agent and a door per person."""
     context = Context(config=config, schemas=schemas, ledger=ledger)
     credentials = config.home.agents + (config.other.agents if config.other else [])
     try:
-        context.discovery = discover(requests.Session(), config.mcp_url)
+        context.discovery = discover(exchanges.session(), config.mcp_url)
     except (AuthorizationProblem, ValueError) as exc:
         # An unreachable server (requests.ConnectionError) is not caught: nothing could be checked.
         if any(isinstance(credential, ClientCredentials) for credential in credentials):
             raise
         # Ready tokens need no token endpoint; the MCP section reports the missing metadata.
         context.discovery_problem = str(exc)
-    version = config.protocol_version or HANDSHAKE_VERSIONS[0]
+    version = context.mcp_version = mcp_version(config, context.discovery)
     for index, credential in enumerate(config.home.agents):
         session = McpSession(config.mcp_url, credential, context.discovery, protocol_version=version)
         context.sessions.append(session)
@@ -126,7 +141,7 @@ def connect(config: Config, schemas: Schemas, ledger: Ledger) -> Context:
     if config.other and config.other.agents:
         session = McpSession(config.mcp_url, config.other.agents[0], context.discovery, protocol_version=version)
         context.other_agent = Caller("agent of the other organization", session, schemas, ledger, kind="agent")
-    context.adapter = adapter_for(config)
+    context.adapter = adapter_for(config, version)
     for person in config.home.people:
         try:
             door = context.adapter.door(person)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import email.utils
 import hashlib
 import json
+import re
 import time
 
 from .calls import Caller, Nonconformance
+from .exchanges import LOG
 from .framework import Skip
 
 LINK = "https://records.example/conformance/1"
@@ -23,6 +26,10 @@ SAMPLES = {
     "object": {"note": "conformance"},
 }
 POLL_SECONDS = 0.25
+# An IMF-fixdate (RFC 9110 §5.6.7), the form of the Date header.
+HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT")
+# How far an expiresAt may be from now plus the lease: the Date header and many timestamps are to the second.
+EXPIRY_TOLERANCE_SECONDS = 2.0
 
 
 def sample(spec, person: str):
@@ -74,6 +81,48 @@ def now_plus(seconds: float) -> str:
 
 def parse_time(value: str) -> dt.datetime:
     return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def server_now() -> dt.datetime | None:
+    """The server's clock at its last answer: the HTTP Date header (RFC 9110 §6.6.1), to the second.
+
+    A proxy may add its own Date beside the server's; the first is taken. None when there is none.
+    """
+    last = LOG.last()
+    found = HTTP_DATE.search(last.date or "") if last is not None else None
+    if found is None:
+        return None
+    try:
+        return email.utils.parsedate_to_datetime(found.group(0))
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def lease_problem(expires_at: str, lease_seconds: float, served: dt.datetime | None) -> str | None:
+    """Say how an expiresAt is not the server's now plus the lease (spec §3.3), or None when it is.
+
+    The Date header is written when the answer leaves, which a busy server may do late: the expiry may be
+    up to half the lease short of it, never more than the tolerance beyond it.
+    """
+    if served is None or not lease_seconds:
+        return None
+    ahead = (parse_time(expires_at) - served).total_seconds()
+    short = max(EXPIRY_TOLERANCE_SECONDS, lease_seconds / 2)
+    if not lease_seconds - short <= ahead <= lease_seconds + EXPIRY_TOLERANCE_SECONDS:
+        return (f"expiresAt {expires_at} is {ahead:.1f} s after the server's Date header, "
+                f"not the lease of {lease_seconds:.0f} s")
+    return None
+
+
+def listed_anywhere(context, run_ids) -> list[str]:
+    """Who lists any step of these runs in their get_work, each agent and each person asked once."""
+    found = []
+    for caller in [*context.agents, *(caller for _, caller in context.people.values())]:
+        for item in pages(caller, "get_work", limit=100):
+            if item.get("runId") in run_ids:
+                step = item.get("stepId") or (item.get("workItem") or {}).get("stepId")
+                found.append(f"{caller.name} lists {step} of {item['runId']}")
+    return found
 
 
 def digest(content: bytes) -> str:
@@ -129,14 +178,14 @@ def pages(caller: Caller, tool: str, limit: int | None = None, **arguments):
 
 def agent_item(caller: Caller, run_id: str, step_id: str, process: str | None = None) -> dict | None:
     """Return the get_work item of one step of one run, or None when get_work does not list it."""
-    for item in pages(caller, "get_work", **({"process": process} if process else {})):
+    for item in pages(caller, "get_work", limit=100, **({"process": process} if process else {})):
         if item["runId"] == run_id and item["stepId"] == step_id:
             return item
     return None
 
 
 def person_entry(caller: Caller, run_id: str, step_id: str) -> dict | None:
-    for entry in pages(caller, "get_work"):
+    for entry in pages(caller, "get_work", limit=100):
         if entry["runId"] == run_id and entry["workItem"]["stepId"] == step_id:
             return entry
     return None

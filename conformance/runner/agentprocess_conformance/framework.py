@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .calls import Nonconformance
+from .exchanges import LOG
 from .transport import TransportError
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
@@ -33,6 +34,8 @@ class Result:
     status: str
     message: str = ""
     seconds: float = 0.0
+    # The HTTP exchanges that led to a failure, most recent last (exchanges.Exchange.as_json()).
+    exchanges: list[dict] = field(default_factory=list)
 
 
 class Skip(Exception):
@@ -77,6 +80,8 @@ class Recorder:
     section: Section
     on_result: Callable[[Result], None] = lambda result: None
     results: dict[str, Result] = field(default_factory=dict)
+    # The last exchange before the section began: a failure reports the section's exchanges that led to it.
+    first_exchange: int = field(default_factory=lambda: LOG.last_number)
 
     def declared(self, check_id: str) -> Check:
         for check in self.section.checks:
@@ -84,10 +89,14 @@ class Recorder:
                 return check
         raise KeyError(f"{check_id} is not a check of section {self.section.key}")
 
-    def record(self, check_id: str, status: str, message: str = "", seconds: float = 0.0) -> None:
+    def record(self, check_id: str, status: str, message: str = "", seconds: float = 0.0,
+               since: int | None = None, exchanges: list | None = None) -> None:
+        """Record a check's result; a failure keeps the given exchanges, else the last ones since `since`."""
         if check_id in self.results:
             return
         result = Result(self.section, self.declared(check_id), status, message, seconds)
+        if status == FAILED and (exchanges or since is not None):
+            result.exchanges = [exchange.as_json() for exchange in (exchanges or LOG.since(since))]
         self.results[check_id] = result
         self.on_result(result)
 
@@ -100,17 +109,19 @@ class Recorder:
         except Skip as exc:
             self.record(check_id, SKIPPED, str(exc), time.monotonic() - started)
         except Exception as exc:
-            self.record(check_id, FAILED, explain(exc), time.monotonic() - started)
+            # A check may know which exchanges carried the fault (the answers section's ledger).
+            self.record(check_id, FAILED, explain(exc), time.monotonic() - started, since=self.first_exchange,
+                        exchanges=getattr(exc, "exchanges", None))
         else:
             self.record(check_id, PASSED, "", time.monotonic() - started)
 
     def skip(self, check_id: str, reason: str) -> None:
         self.record(check_id, SKIPPED, reason)
 
-    def finish(self, *, status: str, message: str) -> None:
+    def finish(self, *, status: str, message: str, since: int | None = None) -> None:
         """Give every check the scenario did not reach the status and message."""
         for check in self.section.checks:
-            self.record(check.id, status, message)
+            self.record(check.id, status, message, since=since)
 
     def ordered(self) -> list[Result]:
         return [self.results[check.id] for check in self.section.checks if check.id in self.results]
@@ -118,12 +129,13 @@ class Recorder:
 
 def run_section(section_: Section, context, on_result: Callable[[Result], None]) -> list[Result]:
     recorder = Recorder(section_, on_result)
+    first = recorder.first_exchange
     try:
         section_.run(context, recorder)
     except Skip as exc:
         recorder.finish(status=SKIPPED, message=str(exc))
     except Exception as exc:
-        recorder.finish(status=FAILED, message=f"not reached: {explain(exc)}")
+        recorder.finish(status=FAILED, message=f"not reached: {explain(exc)}", since=first)
     else:
-        recorder.finish(status=FAILED, message="not reached: the scenario ended before this check")
+        recorder.finish(status=FAILED, message="not reached: the scenario ended before this check", since=first)
     return recorder.ordered()

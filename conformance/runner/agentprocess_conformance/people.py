@@ -4,6 +4,8 @@ runner asks an adapter for each person's door to the tools.
 - `SignInForm` signs in through an HTML form, keeps the session cookie and calls the REST tools with
   the form's CSRF token, as a browser page of the server would.
 - `HeaderPeople` sends fixed HTTP headers per person, read from a JSON file, to the REST tools or to MCP.
+- `CommandPeople` runs a command of the operator's once per person and reads that person's headers from
+  its output (a JSON object, or `Name: value` lines), then sends them as `HeaderPeople` does.
 - Any other: `{"kind": "python", "object": "package.module:factory"}`, a callable taking
   (adapter settings, Config) and returning an object with `door(person)`.
 """
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import urljoin
 
-import requests
-
+from . import exchanges
 from .config import Config, ConfigError, Person
 from .transport import McpSession, RestSession
 
@@ -63,7 +66,7 @@ class SignInForm(PersonAdapter):
     def door(self, person: Person) -> RestSession:
         if not person.login or person.password is None:
             raise SignInFailed(f"{person.name}: the sign-in form needs login and password")
-        http = requests.Session()
+        http = exchanges.session()
         page = http.get(self.login_url, timeout=TIMEOUT)
         token = hidden_value(page.text, self.csrf_field) or http.cookies.get(self.csrf_cookie)
         form = {self.login_field: person.login, self.password_field: person.password}
@@ -83,8 +86,9 @@ class SignInForm(PersonAdapter):
 class HeaderPeople(PersonAdapter):
     """Send each person's own HTTP headers (from a JSON file, or the person's `headers`) to REST or MCP."""
 
-    def __init__(self, settings: dict, config: Config):
+    def __init__(self, settings: dict, config: Config, mcp_version: str | None = None):
         self.door_kind = settings.get("door", "rest")
+        self.mcp_version = mcp_version
         self.config = config
         self.tools_url = urljoin(config.base_url + "/", settings.get("tools_url") or config.rest_url or "/api/tools/")
         self.headers: dict[str, dict] = {}
@@ -99,15 +103,66 @@ class HeaderPeople(PersonAdapter):
         if not headers:
             raise SignInFailed(f"{person.name}: no headers given for this person")
         if self.door_kind == "mcp":
-            return McpSession(self.config.mcp_url, None, None, headers=headers)
-        return RestSession(self.tools_url, requests.Session(), headers)
+            return McpSession(self.config.mcp_url, None, None, headers=headers,
+                              **({"protocol_version": self.mcp_version} if self.mcp_version else {}))
+        return RestSession(self.tools_url, exchanges.session(), headers)
 
 
-def adapter_for(config: Config) -> PersonAdapter:
+HEADER_LINE = re.compile(r"^([A-Za-z0-9-]+):\s*(.*)$")
+
+
+def headers_from(output: str) -> dict[str, str]:
+    """Read headers from a command's output: one JSON object, or `Name: value` lines (others ignored)."""
+    text = output.strip()
+    if text.startswith("{"):
+        loaded = json.loads(text)
+        if not isinstance(loaded, dict):
+            raise ValueError("expected a JSON object of header name to value")
+        return {str(key): str(value) for key, value in loaded.items()}
+    return {found.group(1): found.group(2).strip() for line in text.splitlines()
+            if (found := HEADER_LINE.match(line.strip()))}
+
+
+class CommandPeople(HeaderPeople):
+    """Run `command` (with {name}, {login}, {person} filled in) per person; its output is the person's headers."""
+
+    def __init__(self, settings: dict, config: Config, mcp_version: str | None = None):
+        super().__init__({key: value for key, value in settings.items() if key != "file"}, config, mcp_version)
+        command = settings.get("command")
+        if not isinstance(command, list) or not command:
+            raise ConfigError("people_adapter.command: a list, the program and its arguments")
+        self.command = [str(part) for part in command]
+        self.cwd = settings.get("cwd")
+        self.env = {str(k): str(v) for k, v in (settings.get("env") or {}).items()}
+
+    def door(self, person: Person):
+        values = {"name": person.name, "login": person.login or "", "person": person.value}
+        command = [part.format(**values) for part in self.command]
+        try:
+            done = subprocess.run(command, cwd=self.cwd, env={**os.environ, **self.env}, capture_output=True,
+                                  text=True, timeout=TIMEOUT * 4, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SignInFailed(f"{person.name}: the people command could not run: {exc}") from None
+        if done.returncode != 0:
+            raise SignInFailed(f"{person.name}: the people command exited {done.returncode}: "
+                               f"{(done.stderr or done.stdout).strip()[-300:]}")
+        try:
+            found = headers_from(done.stdout)
+        except ValueError as exc:
+            raise SignInFailed(f"{person.name}: the people command's output is not headers: {exc}") from None
+        if not found:
+            raise SignInFailed(f"{person.name}: the people command printed no headers")
+        self.headers[person.name] = found
+        return super().door(person)
+
+
+def adapter_for(config: Config, mcp_version: str | None = None) -> PersonAdapter:
     settings = config.people_adapter
     kind = settings.get("kind", "sign-in-form")
     if kind == "headers":
-        return HeaderPeople(settings, config)
+        return HeaderPeople(settings, config, mcp_version)
+    if kind == "command":
+        return CommandPeople(settings, config, mcp_version)
     if kind == "python":
         module_name, _, attribute = str(settings.get("object", "")).partition(":")
         if not module_name or not attribute:

@@ -19,6 +19,8 @@ from .fixtures import Fixture
 VERSION = re.compile(r"\bversion (\d+)\b")
 SHA256 = re.compile(r"\bsha256 ([0-9a-f]{64})\b")
 TIMEOUT = 300
+# How much of a failed command's output a report shows: its end, where the refusal is (warnings come first).
+TAIL_CHARACTERS = 400
 
 
 @dataclass
@@ -68,6 +70,12 @@ def publish_one(settings: dict, fixture: Fixture) -> Publication:
     version, sha256 = VERSION.search(done.stdout), SHA256.search(done.stdout)
     return Publication(fixture.name, True, int(version.group(1)) if version else None,
                        sha256.group(1) if sha256 else None, output)
+
+
+def tail(output: str) -> str:
+    """The end of a command's output on one line: its last lines, at most TAIL_CHARACTERS."""
+    text = " | ".join(line.strip() for line in output.strip().splitlines() if line.strip())
+    return text if len(text) <= TAIL_CHARACTERS else "…" + text[-TAIL_CHARACTERS:]
 
 
 def publish(settings: dict, fixtures: list[Fixture]) -> dict[str, Publication]:

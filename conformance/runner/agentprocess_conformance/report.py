@@ -28,6 +28,8 @@ class Printer:
         line = f"  {MARKS[result.status]}  {result.check.title}  [{result.check.spec}]"
         if result.status != PASSED and result.message:
             line += f"\n        {result.message}"
+        if result.status == FAILED and result.exchanges:
+            line += f"\n        last exchange: {exchange_line(result.exchanges[-1])}"
         elif self.verbose:
             line += f"  ({result.seconds:.2f} s)"
         print(line, file=self.stream, flush=True)
@@ -39,6 +41,14 @@ class Printer:
         failed = [result for result in results if result.status == FAILED]
         if failed:
             print("Failed: " + ", ".join(result.check.id for result in failed), file=self.stream, flush=True)
+
+
+def exchange_line(exchange: dict) -> str:
+    """One line for the console: what was sent where and what came back, shortened."""
+    what = f" ({exchange['tool']})" if exchange.get("tool") else ""
+    answer = exchange["response"]
+    answer = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+    return f"{exchange['method']} {exchange['path']}{what} → {exchange['status']}: {answer[:300]}"
 
 
 def summarize(results: list[Result]) -> dict[str, int]:
@@ -63,6 +73,7 @@ def as_json(results: list[Result], *, server: str, describe: dict, started: str,
                 "status": result.status,
                 "message": result.message,
                 "seconds": round(result.seconds, 3),
+                **({"exchanges": result.exchanges} if result.exchanges else {}),
             }
             for result in results
         ],

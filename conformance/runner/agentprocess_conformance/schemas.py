@@ -11,6 +11,8 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from .exchanges import LOG
+
 TOOLS = (
     "describe",
     "list_processes",
@@ -73,11 +75,15 @@ class Ledger:
 
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     violations: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # The number (exchanges.LOG) of the exchange that carried each violating answer, by schema.
+    exchanges: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
     def record(self, schema: str, problems: list[str], where: str) -> None:
         self.counts[schema] += 1
         for problem in problems:
             self.violations[schema].append(f"{where}: {problem}")
+        if problems:
+            self.exchanges[schema].append(LOG.last_number)
 
 
 def check_envelope(schemas: Schemas, ledger: Ledger, tool: str, envelope: object, where: str) -> None:

@@ -1,12 +1,19 @@
 """The two doors to a server's tools: MCP over Streamable HTTP (spec §4) and, where offered, REST.
 
 Both turn one tool call into the tools.md envelope. Nothing here knows how any server is built: MCP is
-spoken as the MCP specification defines it (JSON-RPC 2.0 over HTTP POST, a JSON or server-sent-events
-answer, the `initialize` handshake of revisions 2025-06-18 and 2025-11-25).
+spoken as the MCP specification defines it, JSON-RPC 2.0 over HTTP POST with a JSON or server-sent-events
+answer, in either era:
+
+- the handshake revisions 2025-06-18 and 2025-11-25: `initialize`, `notifications/initialized`, then
+  requests carrying the negotiated `MCP-Protocol-Version` (and any `Mcp-Session-Id`);
+- the stateless revision 2026-07-28: no handshake; `server/discover` says what the server speaks, and
+  every request carries its version and the client's capabilities in `params._meta`, repeated in the
+  `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import json
@@ -14,11 +21,18 @@ from dataclasses import dataclass, field
 
 import requests
 
-from . import __version__
+from . import __version__, exchanges
 from .oauth import BearerToken, ClientCredentials, Discovery
 
 TIMEOUT = 60
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
+STATELESS_VERSIONS = ("2026-07-28",)
+VERSIONS = STATELESS_VERSIONS + HANDSHAKE_VERSIONS
+# `--mcp auto`: the stateless revision when the server speaks it, else the newest handshake.
+AUTO = "auto"
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 class TransportError(Exception):
@@ -52,10 +66,13 @@ class McpFacts:
     """What the MCP layer itself did, for the MCP checks: handshake answers and result shapes."""
 
     initialize: dict | None = None
+    discover: dict | None = None
     negotiated: str | None = None
     tools: list | None = None
     result_problems: list[str] = field(default_factory=list)
     results: int = 0
+    # 2026-07-28: the resultType of each result (a complete result says "complete").
+    result_types: list = field(default_factory=list)
 
 
 def parse_sse(text: str) -> list[dict]:
@@ -71,8 +88,15 @@ def parse_sse(text: str) -> list[dict]:
     return messages
 
 
+def header_value(value: str) -> str:
+    """A header value as MCP 2026-07-28 sends it: as is when printable ASCII, else `=?base64?…?=`."""
+    if value.isascii() and value.isprintable():
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
 class McpSession:
-    """An MCP client over Streamable HTTP for one identity: handshake once, then `tools/call`."""
+    """An MCP client over Streamable HTTP for one identity: handshake once (or, stateless, not), then `tools/call`."""
 
     def __init__(self, url: str, credential: ClientCredentials | BearerToken | None, discovery: Discovery | None, *,
                  protocol_version: str = HANDSHAKE_VERSIONS[0], http: requests.Session | None = None,
@@ -82,18 +106,30 @@ class McpSession:
         self.credential = credential
         self.discovery = discovery
         self.protocol_version = protocol_version
-        self.http = http or requests.Session()
+        self.http = http or exchanges.session()
         self.ids = itertools.count(1)
         self.token: str | None = None
         self.session_id: str | None = None
         self.negotiated: str | None = None
         self.facts = McpFacts()
 
-    def headers(self) -> dict[str, str]:
+    @property
+    def stateless(self) -> bool:
+        return self.protocol_version in STATELESS_VERSIONS
+
+    def headers(self, message: dict | None = None) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                    **self.extra_headers}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        if self.stateless:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+            if message and message.get("method"):
+                headers["Mcp-Method"] = message["method"]
+                named = (message.get("params") or {}).get(NAME_PARAMS.get(message["method"], ""))
+                if isinstance(named, str):
+                    headers["Mcp-Name"] = header_value(named)
+            return headers
         if self.negotiated:
             headers["MCP-Protocol-Version"] = self.negotiated
         if self.session_id:
@@ -106,27 +142,39 @@ class McpSession:
     def post(self, message: dict) -> requests.Response:
         if self.token is None and self.credential is not None:
             self.authenticate()
-        response = self.http.post(self.url, json=message, headers=self.headers(), timeout=TIMEOUT)
+        response = self.http.post(self.url, json=message, headers=self.headers(message), timeout=TIMEOUT)
         if response.status_code == 401 and isinstance(self.credential, ClientCredentials):
             # An access token may expire during a long run: a new one, once.
             self.authenticate()
-            response = self.http.post(self.url, json=message, headers=self.headers(), timeout=TIMEOUT)
+            response = self.http.post(self.url, json=message, headers=self.headers(message), timeout=TIMEOUT)
         return response
+
+    def stamped(self, params: dict | None) -> dict | None:
+        """The params of a request; at 2026-07-28 with the version and capabilities in `_meta`."""
+        if not self.stateless:
+            return params
+        params = dict(params or {})
+        params["_meta"] = {**(params.get("_meta") or {}), VERSION_META: self.protocol_version, CAPABILITIES_META: {}}
+        return params
 
     def request(self, method: str, params: dict | None = None) -> dict:
         """Send one JSON-RPC request and return its result, or raise TransportError."""
         message_id = next(self.ids)
         message = {"jsonrpc": "2.0", "id": message_id, "method": method}
+        params = self.stamped(params)
         if params is not None:
             message["params"] = params
         response = self.post(message)
         if response.status_code != 200:
-            raise TransportError(f"MCP {method}: HTTP {response.status_code}: {response.text[:300]}")
+            raise TransportError(f"MCP {method} (MCP {self.protocol_version}): HTTP {response.status_code}: "
+                                 f"{response.text[:300]}")
         answer = self.read(response, message_id)
         if "error" in answer:
             raise TransportError(f"MCP {method}: JSON-RPC error {answer['error']}")
         if not isinstance(answer.get("result"), dict):
             raise TransportError(f"MCP {method}: the response has no result object: {str(answer)[:300]}")
+        if self.stateless:
+            self.facts.result_types.append(answer["result"].get("resultType"))
         return answer["result"]
 
     def read(self, response: requests.Response, message_id: int) -> dict:
@@ -144,7 +192,15 @@ class McpSession:
         raise TransportError(f"MCP: no response with id {message_id} in the answer")
 
     def open(self) -> None:
-        """Run the initialize handshake and send `notifications/initialized`."""
+        """Run the initialize handshake and send `notifications/initialized`; at 2026-07-28, `server/discover`."""
+        if self.stateless:
+            result = self.request("server/discover", {})
+            self.facts.discover = result
+            supported = result.get("supportedVersions") or []
+            if self.protocol_version not in supported:
+                raise TransportError(f"MCP server/discover: the server speaks {supported}, not {self.protocol_version}")
+            self.negotiated = self.facts.negotiated = self.protocol_version
+            return
         params = {
             "protocolVersion": self.protocol_version,
             "capabilities": {},
@@ -230,7 +286,7 @@ class BearerRest(RestSession):
 
     def __init__(self, tools_url: str, credential: ClientCredentials | BearerToken, discovery: Discovery | None,
                  http: requests.Session | None = None):
-        super().__init__(tools_url, http or requests.Session())
+        super().__init__(tools_url, http or exchanges.session())
         self.credential = credential
         self.discovery = discovery
         self.token: str | None = None

@@ -6,9 +6,11 @@ person steps that the People section works through.
 
 from __future__ import annotations
 
-import requests
+import time
 
+from .. import exchanges
 from ..flows import (
+    EXPIRY_TOLERANCE_SECONDS,
     LINK,
     SUMMARY,
     agent_item,
@@ -18,9 +20,11 @@ from ..flows import (
     digest,
     fresh_item,
     item_for,
+    lease_problem,
     pages,
     parse_time,
     person_entry,
+    server_now,
     start,
     state,
     text_of,
@@ -29,6 +33,8 @@ from ..flows import (
 from ..framework import section
 
 PROCESS = "support-escalation"
+# How long after claiming the agent loop renews, so that now plus the lease differs from the old expiry.
+RENEW_PAUSE_SECONDS = 3.0
 OUTPUT = {"diagnosis": "The cache was misconfigured.", "attemptedFixes": "Cleared the cache; no change."}
 
 
@@ -59,26 +65,32 @@ def acceptable(token: str, **extra) -> dict:
      "spec §3.3; tools.md get_work"),
     ("agent.get_work_order", "get_work is oldest first and pages with nextCursor", "tools.md get_work"),
     ("agent.list_runs", "list_runs finds the run by process, state and an input's value", "spec §4.2; tools.md list_runs"),
-    ("agent.claim", "claim returns a token, its expiry, the step's requirements, the body and the run data",
-     "tools.md claim"),
+    ("agent.claim", "claim returns a token, its expiry (now plus the lease), the step's requirements, the body and "
+     "the run data", "tools.md claim; spec §3.3"),
+    ("agent.claimed_unlisted", "a claimed step is in no agent's get_work until its claim ends",
+     "spec §6 rule 2; tools.md get_work"),
     ("agent.claim_conflicts", "a second claim is conflict: claimed_by_you for the holder, claimed_by_other for another",
      "tools.md claim; spec §6 rule 2"),
     ("agent.claim_refusals", "claim refuses a step not ready (not_ready), a person step (forbidden), an unknown step or run (not_found)",
      "tools.md claim; spec §4.3"),
     ("agent.forged_token", "a token that does not verify is invalid on submit, renew and escalate", "spec §4.3"),
-    ("agent.renew", "renew returns a new token and expiry, and the old token is stale at once",
+    ("agent.renew", "renew sets the expiry to now plus the lease and returns a new token that works",
      "spec §3.3; tools.md renew"),
+    ("agent.renew_old_token", "after renew the old token stops working at once: submit, renew and escalate refuse it",
+     "spec §3.3; tools.md renew; spec §6 rule 2"),
     ("agent.not_accepted", "a refused submission names every issue at once and changes nothing",
      "spec §6 rule 3; tools.md submit"),
     ("agent.token_private", "no claim token ever appears in get_run", "spec §6 rule 2"),
     ("agent.upload", "upload stores the bytes and answers their id, sha256 and size", "tools.md upload; spec §5"),
     ("agent.submit", "an accepted submission records output, evidence, summary, route, reason, by and at",
      "spec §3.1; spec §3.2"),
-    ("agent.transitions", "the submit's run view already shows the next step's work item", "spec §4"),
+    ("agent.transitions", "the submit's run view already shows the next step's work item; a person step is in no "
+     "agent's get_work", "spec §4; tools.md get_work"),
     ("agent.file_evidence", "file evidence in run data carries its sha256 and a url that serves the bytes", "spec §5"),
     ("agent.escalate", "escalate hands the step to a person: the step waits, a work item carries the note",
      "spec §3.3; tools.md escalate"),
-    ("agent.escalate_ends_claim", "after escalating, the agent's token is stale", "tools.md escalate; spec §6 rule 2"),
+    ("agent.escalate_ends_claim", "after escalating, the agent's token is stale and the step is in no agent's get_work",
+     "tools.md escalate; spec §3.3; spec §6 rule 2"),
     ("agent.decide_forbidden", "decide from an agent identity is forbidden", "spec §6 rule 4"),
     ("agent.escalation_queue", "an operator finds the escalation in get_work; a person outside it may not decide",
      "spec §3.3; spec §3.4"),
@@ -89,8 +101,8 @@ def acceptable(token: str, **extra) -> dict:
 def agent_loop(context, rec):
     context.need_process(PROCESS)
     run_id, second, view = starting(context, rec)
-    claimed = claiming(context, rec, run_id, view)
-    token = renewing(context, rec, claimed)
+    claimed, claim_sent, claimed_at = claiming(context, rec, run_id, view)
+    token = renewing(context, rec, claimed, claim_sent, claimed_at)
     refusing(context, rec, run_id, token)
     handing_in(context, rec, run_id, token)
     escalation(context, rec, second)
@@ -145,10 +157,15 @@ def starting(context, rec) -> tuple[str, str, dict]:
     return run_id, second, view
 
 
-def claiming(context, rec, run_id: str, view: dict) -> dict:
-    """Claim the first run's step; check the claim, its conflicts and refusals, and forged tokens."""
+def claiming(context, rec, run_id: str, view: dict) -> tuple[dict, float, float]:
+    """Claim the first run's step; check the claim, its conflicts and refusals, and forged tokens.
+
+    Return the claim, when it was sent and when its answer came (time.monotonic()).
+    """
     agent, fixture = context.agent, context.fixtures[PROCESS]
+    claim_sent = time.monotonic()
     claimed = claim(context, agent, run_id, "diagnose")
+    served, claimed_at = server_now(), time.monotonic()
     with rec.check("agent.claim"):
         step = fixture.steps["diagnose"]
         expected = {"id": "diagnose", "instructions": step["agent"], "output": step["output"],
@@ -156,7 +173,11 @@ def claiming(context, rec, run_id: str, view: dict) -> dict:
         assert claimed["step"] == expected, f"step is {claimed['step']}"
         assert claimed["body"] == fixture.body and claimed["data"] == view["data"]
         assert claimed["handoff"] is None and claimed["mode"] == "live"
-        parse_time(claimed["expiresAt"])
+        problem = lease_problem(claimed["expiresAt"], context.lease_seconds, served)
+        assert problem is None, problem
+    with rec.check("agent.claimed_unlisted"):
+        listed = [caller.name for caller in context.agents if agent_item(caller, run_id, "diagnose", process=PROCESS)]
+        assert not listed, f"get_work of {', '.join(listed)} lists the claimed step"
     with rec.check("agent.claim_conflicts"):
         agent.conflict("claim", "claimed_by_you", runId=run_id, stepId="diagnose")
         context.second_agent().conflict("claim", "claimed_by_other", runId=run_id, stepId="diagnose")
@@ -171,22 +192,45 @@ def claiming(context, rec, run_id: str, view: dict) -> dict:
         agent.fails("escalate", "invalid", token=forged, note="Cannot finish.")
         if context.offers("renew"):
             agent.fails("renew", "invalid", token=forged)
-    return claimed
+    return claimed, claim_sent, claimed_at
 
 
-def renewing(context, rec, claimed: dict) -> str:
-    """Renew the claim with progress; return the token to go on with."""
+def renewing(context, rec, claimed: dict, claim_sent: float, claimed_at: float) -> str:
+    """Renew the claim with progress a few seconds after claiming; return the token to go on with.
+
+    The wait tells "now plus the lease" from "the old expiry": the new expiry must have moved on by the
+    time between the two calls (measured here, so the clocks of runner and server need not agree).
+    """
     agent = context.agent
-    token = claimed["token"]
+    token, renewed = claimed["token"], None
     with rec.check("agent.renew"):
         context.need_tool("renew")
+        pause = min(RENEW_PAUSE_SECONDS, context.lease_seconds / 3)
+        time.sleep(max(0.0, claimed_at + pause - time.monotonic()))
+        before = time.monotonic()
         renewed = agent.write("renew", token=token, progress="Read the ticket and the logs.")
+        served, after = server_now(), time.monotonic()
         context.tokens.add(renewed["token"])
         token = renewed["token"]
+        # The new token works: renewing with it answers another (and the loop goes on with that one).
+        again = agent.write("renew", token=renewed["token"])
+        context.tokens.add(again["token"])
+        token = again["token"]
         assert renewed["token"] != claimed["token"], "renew returned the same token"
-        assert parse_time(renewed["expiresAt"]) >= parse_time(claimed["expiresAt"]), "the new expiry is earlier"
+        moved = (parse_time(renewed["expiresAt"]) - parse_time(claimed["expiresAt"])).total_seconds()
+        assert before - claimed_at - EXPIRY_TOLERANCE_SECONDS <= moved <= after - claim_sent + EXPIRY_TOLERANCE_SECONDS, (
+            f"renewed {before - claimed_at:.1f} s after the claim, the expiry moved {moved:.1f} s "
+            f"({claimed['expiresAt']} → {renewed['expiresAt']}): it is not now plus the lease")
+        problem = lease_problem(renewed["expiresAt"], context.lease_seconds, served)
+        assert problem is None, problem
+    if renewed is None:
+        rec.skip("agent.renew_old_token", "renew did not answer a new token (agent.renew)")
+        return token
+    with rec.check("agent.renew_old_token"):
         agent.fails("submit", "stale", **acceptable(claimed["token"]))
         agent.fails("renew", "stale", token=claimed["token"])
+        agent.fails("escalate", "stale", token=claimed["token"], note="Cannot finish.")
+        agent.fails("renew", "stale", token=renewed["token"])
     return token
 
 
@@ -231,10 +275,12 @@ def handing_in(context, rec, run_id: str, token: str) -> None:
     with rec.check("agent.transitions"):
         assert state(done, "tier1_handoff") == "waiting" and done["run"]["state"] == "waiting"
         item_for(done, "tier1_handoff")
+        listed = [caller.name for caller in context.agents if agent_item(caller, run_id, "tier1_handoff")]
+        assert not listed, f"get_work of {', '.join(listed)} lists the person step"
     with rec.check("agent.file_evidence"):
         item = record["evidence"][1]
         assert (item["kind"], item["ref"], item.get("sha256")) == ("file", uploaded["id"], uploaded["sha256"]), item
-        got = requests.get(item["url"], timeout=30)
+        got = exchanges.session().get(item["url"], timeout=30)
         assert got.status_code == 200, f"the file url answered {got.status_code}"
         assert got.content == content, "the file url serves other bytes"
 
@@ -255,6 +301,10 @@ def escalation(context, rec, run_id: str) -> None:
     item = item or item_for(view, "diagnose")
     with rec.check("agent.escalate_ends_claim"):
         agent.fails("submit", "stale", **acceptable(claimed["token"]))
+        if context.offers("renew"):
+            agent.fails("renew", "stale", token=claimed["token"])
+        listed = [caller.name for caller in context.agents if agent_item(caller, run_id, "diagnose", process=PROCESS)]
+        assert not listed, f"get_work of {', '.join(listed)} lists the escalated step"
     with rec.check("agent.decide_forbidden"):
         agent.fails("decide", "forbidden", runId=run_id, workItemId=item["id"], snapshot=item["snapshot"],
                     decision="returned", note="Try again.")

@@ -5,6 +5,7 @@ This section runs last: each check reads what the ledger gathered while the othe
 
 from __future__ import annotations
 
+from ..exchanges import LOG, REPORTED
 from ..framework import Skip, section
 from ..schemas import ERROR_SCHEMA, SHOWN_VIOLATIONS, TOOLS
 
@@ -25,7 +26,10 @@ def verdict(ledger, schema: str) -> None:
     violations = ledger.violations.get(schema) or []
     shown = "; ".join(violations[:SHOWN_VIOLATIONS])
     more = len(violations) - SHOWN_VIOLATIONS
-    assert not violations, shown + (f"; and {more} more" if more > 0 else "")
+    if violations:
+        problem = AssertionError(shown + (f"; and {more} more" if more > 0 else ""))
+        problem.exchanges = LOG.numbered(ledger.exchanges.get(schema, [])[-REPORTED:])
+        raise problem
 
 
 @section("answers", "Answers against the official schemas", "tools.md; schemas/core-2", CHECKS)

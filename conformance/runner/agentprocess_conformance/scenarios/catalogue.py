@@ -76,7 +76,7 @@ def publication(context, rec):
         if not config.publisher:
             raise Skip("the fixtures were published beforehand (fixtures.published)")
         refused = {name: found.output for name, found in context.publications.items() if not found.published}
-        assert not refused, "; ".join(f"{name}: {output[:200]}" for name, output in refused.items())
+        assert not refused, "; ".join(f"{name}: {publishing.tail(output)}" for name, output in refused.items())
     listed = {}
     for item in pages(context.agent, "list_processes"):
         assert item["name"] not in listed, f"list_processes lists {item['name']} twice"

@@ -51,14 +51,15 @@ def link() -> list[dict]:
     ("people.work_item", "a person step creates one work item: the step's text and requirements, a snapshot, due, "
      "the exact decide call", "spec §3.4; tools.md run view"),
     ("people.get_work", "a person's get_work lists the item as the run view shows it", "spec §3.4; tools.md get_work"),
-    ("people.outsider", "a person outside the assignment is forbidden to decide", "tools.md decide"),
+    ("people.outsider", "a person outside the assignment does not get the item in get_work and is forbidden to decide",
+     "spec §3.4; tools.md get_work; tools.md decide"),
     ("people.decide_arguments", "decide refuses next off completed, note with completed, output off completed as invalid",
      "tools.md decide"),
     ("people.not_accepted", "a person's task submission meets the agent's acceptance: not_accepted names every issue",
      "spec §3.4; spec §6 rule 3"),
     ("people.stale", "a decision carrying a snapshot from before the run data changed is stale", "spec §3.4"),
-    ("people.fresh_snapshot", "after stale, get_run gives a current snapshot and the decision is accepted",
-     "spec §3.4; tools.md decide"),
+    ("people.fresh_snapshot", "after stale, get_run gives a current snapshot and the decision is accepted; the decided "
+     "item leaves get_work", "spec §3.4; tools.md decide; tools.md get_work"),
     ("people.already_decided", "a decision on a decided item is conflict already_decided, checked before stale",
      "spec §3.4; tools.md decide"),
     ("people.first_decision_wins", "of two group members deciding, the first wins and the second gets already_decided",
@@ -123,6 +124,7 @@ def work_items(context, rec, desk: Desk) -> None:
         assert without_snapshots(entry["workItem"]) == without_snapshots(first), "the item differs from the run view's"
     with rec.check("people.outsider"):
         _, outsider = context.outsider("tier1-lead")
+        assert person_entry(outsider, run_id, "tier1_handoff") is None, "an outsider's get_work lists the item"
         outsider.fails("decide", "forbidden", **call_of(first), decision="failed", note="Not mine.")
     with rec.check("people.decide_arguments"):
         alice.fails("decide", "invalid", **call_of(first), decision="failed", note="No.", next="engineering",
@@ -152,6 +154,7 @@ def snapshots(context, rec, desk: Desk) -> None:
         view = complete_task(context, engineer, fresh_item(engineer, run_id, "engineering"), output=ENGINEERING,
                              evidence=link())
         assert state(view, "engineering") == "done" and state(view, "confirm") == "waiting"
+        assert person_entry(engineer, run_id, "engineering") is None, "the decided item is still in get_work"
     with rec.check("people.already_decided"):
         alice.conflict("decide", "already_decided", **call_of(first, snapshot=old_snapshot), decision="completed",
                        output=HANDOFF, evidence=link())
