@@ -474,6 +474,7 @@ class Workload:
         self.threads: list[threading.Thread] = []
         self.errors: list[str] = []
         self.tokens: list[str] = []
+        self.live_runs = 16
 
     def caller(self, name: str, headers: dict, salt: int) -> Caller:
         return Caller(name, self.cluster.net, self.history, self.conditions, random.Random(self.seed * 1000 + salt),
@@ -485,6 +486,7 @@ class Workload:
             self._thread(self._agent, n, client_id, secret, agent_index=n)
         for n, person in enumerate(creds["people"]):
             self._thread(self._person, n, person)
+        self._thread(self._events, 0, *creds["agents"][0])
 
     def _thread(self, target, *args, **kwargs) -> None:
         def body():
@@ -519,11 +521,10 @@ class Workload:
         me = self.caller(f"agent{n}", {"Authorization": f"Bearer {token}"}, n)
         rng = me.rng
         stale: list[tuple[float, str, str]] = []  # (when to try, token, step) of leases left to expire
-        sender = n == 0  # the first agent also sends the events
         while not self.stop.is_set():
-            if sender:
-                self._send_events(me)
-            if not self.draining.is_set() and rng.random() < 0.3:
+            with self.lock:
+                live = len(self.runs) - len(self.ended)
+            if not self.draining.is_set() and live < self.live_runs and rng.random() < 0.3:
                 self._start(me, "net-park" if rng.random() < 0.08 else "net-flow")
             for due, old, step in [s for s in stale if s[0] < time.time()]:
                 stale.remove((due, old, step))
@@ -574,16 +575,28 @@ class Workload:
             me.call("submit", {**args, "output": {"n": "not a number"}, "summary": f"bad:{uuid.uuid4()}"})
         me.call("submit", args)
 
+    def _events(self, n: int, client_id: str, secret: str) -> None:
+        """An agent identity that sends each live run the events its waits need, some before they are ready."""
+        token = self._token(client_id, secret)
+        me = self.caller("events", {"Authorization": f"Bearer {token}"}, 200 + n)
+        while not self.stop.is_set():
+            self._send_events(me)
+            time.sleep(0.2)
+
     def _send_events(self, me: Caller) -> None:
         with self.lock:
-            live = [run for run, process in self.runs.items() if process == "net-flow" and run not in self.ended]
-        for run_id in me.rng.sample(live, min(len(live), 6)):
+            live = [run for run, process in self.runs.items() if run not in self.ended]
+        for run_id in live:
+            if self.stop.is_set():
+                return
             view = me.call("get_run", {"runId": run_id}, budget=20)
             if view is None or not view.answered_ok:
                 continue
-            if view.data["run"].get("ended"):
-                with self.lock:
-                    self.ended.add(run_id)
+            if view.data["run"].get("ended") or self.runs[run_id] != "net-flow":
+                if view.data["run"].get("ended") or any(s["id"] == "hold" and s.get("state") == "waiting"
+                                                        for s in view.data["steps"]):
+                    with self.lock:
+                        self.ended.add(run_id)  # ended, or parked for good
                 continue
             consumed = sum(1 for _a, _p, step, _r in checker.completions(view.data) if step in ("signal", "signal2"))
             waiting = any(s["id"] in ("signal", "signal2") and s.get("state") == "waiting" for s in view.data["steps"])
@@ -788,6 +801,7 @@ def run(minutes: float, seed: int, *, drain_seconds: float = 240, scale: float =
             signal.signal(sig, interrupted)
     began = time.monotonic()
     try:
+        print(f"namespaces {cluster.net.prefix}-*, work in {workdir}", flush=True)
         cluster.start()
         cluster.credentials["agents"], reader = cluster.credentials["agents"][:-1], cluster.credentials["agents"][-1]
         workload = Workload(cluster, history, conditions, seed)
@@ -909,14 +923,16 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--drain", type=float, default=240, help="seconds the runs get to settle after the heal")
     go.add_argument("--agents", type=int, default=6)
     go.add_argument("--out", type=Path, help="keep the history, final state and logs here")
-    sub.add_parser("cleanup", help="remove namespaces and processes a killed run left behind")
+    clean = sub.add_parser("cleanup", help="remove namespaces and processes a killed run left behind")
+    clean.add_argument("--prefix", default=netns.PREFIX,
+                       help=f"only namespaces named with this prefix (default {netns.PREFIX}: every run's)")
     sub.add_parser("setup", help="(internal) prepare the database, on an app host")
     args = parser.parse_args(argv)
     if args.command == "setup":
         _setup_main()
         return 0
     if args.command == "cleanup":
-        removed = netns.remove()
+        removed = netns.remove(args.prefix)
         print(f"removed {len(removed)} namespaces: {' '.join(removed) or '-'}")
         return 0
     figures = run(args.minutes, args.seed, drain_seconds=args.drain, out=args.out, agents=args.agents)
