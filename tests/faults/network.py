@@ -220,7 +220,9 @@ class Cluster:
         for node in NODES:
             metrics = self.workdir / f"metrics-{node}"
             metrics.mkdir(exist_ok=True)
-            self.procs[node] = Proc(self.net, node, [PYTHON, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi"],
+            self.procs[node] = Proc(self.net, node, [PYTHON, "-m", "gunicorn", "-c", "python:config.gunicorn", "config.wsgi",
+                                     # each node its own control socket, not the shared ~/.gunicorn one
+                                     "--control-socket", str(self.workdir / f"{node}.ctl")],
                                     self.logs / f"{node}.log", self.env({
                                         "BIND": "0.0.0.0:8000", "WEB_CONCURRENCY": str(self.web_concurrency),
                                         "PROMETHEUS_MULTIPROC_DIR": str(metrics)}))
