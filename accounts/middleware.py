@@ -7,6 +7,7 @@ import zoneinfo
 
 from allauth.mfa.utils import is_mfa_enabled
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.shortcuts import redirect
 from django.urls import Resolver404, resolve
 from django.utils import timezone
@@ -20,7 +21,13 @@ class PersonTimeZone:
 
     def __call__(self, request):
         user = getattr(request, "user", None)
-        zone = getattr(user, "time_zone", "") if user is not None and user.is_authenticated else ""
+        try:
+            zone = getattr(user, "time_zone", "") if user is not None and user.is_authenticated else ""
+        except (OperationalError, InterfaceError):
+            # The database is unreachable while the session is read. The zone only dresses up moments, so
+            # go on in UTC: the view reads the person again and answers an outage as it does (the API with
+            # `retry`), where an exception here would be a 500.
+            zone = ""
         timezone.deactivate()
         if zone and zone != "UTC":
             with contextlib.suppress(zoneinfo.ZoneInfoNotFoundError, ValueError):  # one no longer known: UTC
