@@ -23,8 +23,7 @@ def sign_in(client, **headers) -> int:
 
 @pytest.fixture
 def two_a_minute(settings):
-    settings.IDP_OIDC_RATE_LIMITS = {"client_registration": "2/m/ip"}
-    settings.ACCOUNT_RATE_LIMITS = {"login": "2/m/ip"}
+    settings.ACCOUNT_RATE_LIMITS = {"login": "2/m/ip", "oauth_client_registration": "2/m/ip"}
 
 
 def test_a_forwarded_for_header_is_ignored_without_trusted_proxies(client, two_a_minute, settings):

@@ -454,10 +454,13 @@ def test_operators_see_and_disconnect_everyone_s_in_their_organization(client, a
     assert McpClient(client, bobs["access_token"]).request("tools/list").status_code == 401
 
 
-@pytest.mark.parametrize("chosen", ["²", "x", "", "9" * 40, "-1"])
+@pytest.mark.parametrize("chosen", ["²", "x", "9" * 40, "-1"])
 def test_disconnecting_something_that_is_no_agent_of_yours_changes_nothing(client, alice, chosen):
+    # An agent is named by its number in the digits 0-9; anything else is refused, naming the parameter.
     client.force_login(alice)
-    response = client.post("/accounts/agents/", {"agent": chosen}, follow=True)
+    response = client.post("/accounts/agents/", {"agent": chosen})
+    assert response.status_code == 400 and b"agent:" in response.content
+    response = client.post("/accounts/agents/", {"agent": ""}, follow=True)
     assert response.status_code == 200 and b"not one you can disconnect" in response.content
 
 
