@@ -111,6 +111,11 @@ def _send(statements: list) -> None:
             cursor.execute(text, params)
 
 
+def execute(text: str, params: list) -> None:
+    """Run one statement that returns no rows; inside `deferred()` it joins the write's batch."""
+    _execute(text, params)
+
+
 def _execute(text: str, params: list) -> None:
     if _pending.statements is not None:
         _pending.statements.append((text, params))

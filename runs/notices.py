@@ -16,13 +16,13 @@ import logging
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import connection, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import EmailNotices, User
-from base import metrics
+from base import backend, metrics, sql
 from processes.wording import step_title
 
 from . import files, live
@@ -134,12 +134,21 @@ def display_name(user: User) -> str:
     return user.get_full_name().strip() or user.email
 
 
-def clear_for_items(items, *, now) -> int:
+def clear_for_items(items, *, now) -> None:
     """Take the notices about these closed items out of everyone's unread count, and out of any digest
-    still to come (nothing is left to do about them); return how many."""
+    still to come (nothing is left to do about them): one statement, sent in the write's batch."""
     keys = [item.pk for item in items]
-    Notification.objects.filter(work_item__in=keys, email_pending=True).update(email_pending=False)
-    return Notification.objects.filter(work_item__in=keys, read_at__isnull=True).update(read_at=now)
+    if not keys:
+        return
+    table = backend.quote_name(Notification._meta.db_table)
+    column = {name: backend.quote_name(Notification._meta.get_field(name).column)
+              for name in ("email_pending", "read_at", "work_item")}
+    sql.execute(
+        f"UPDATE {table} SET {column['email_pending']} = %s, {column['read_at']} = COALESCE({column['read_at']}, %s) "
+        f"WHERE {column['work_item']} IN ({', '.join(['%s'] * len(keys))}) "
+        f"AND ({column['email_pending']} OR {column['read_at']} IS NULL)",
+        [False, Notification._meta.get_field("read_at").get_db_prep_save(now, connection), *keys],
+    )
 
 
 def read_item(*, user, item) -> int:
