@@ -165,7 +165,7 @@ def test_without_script_the_redrawn_form_says_the_file_was_kept(publish, make_pe
             files=[{"name": "receipt.pdf", "mimeType": "application/pdf", "buffer": b"%PDF receipt"}])
         page.get_by_role("button", name="Add a field to Details").click()
         expect(page.get_by_label("Field 2 name")).to_be_visible()
-        expect(page.get_by_role("status")).to_contain_text("receipt.pdf was uploaded and is ticked above")
+        expect(page.get_by_role("status").filter(has_text="receipt.pdf")).to_contain_text("receipt.pdf was uploaded and is ticked above")
         expect(page.get_by_role("checkbox", name="receipt.pdf")).to_be_checked()
     finally:
         context.close()
