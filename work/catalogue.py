@@ -18,7 +18,7 @@ from runs.tools import call_tool
 
 from .forms import apply_change, controls_for, place_problems, read_values, summary
 from .people import members_of, picker
-from .views import new_request_id, person_page, refused, request_id
+from .views.common import new_request_id, person_page, refused, request_id
 
 
 @require_http_methods(["GET", "HEAD"])

@@ -26,7 +26,7 @@ from runs import store, timers
 from runs.errors import Invalid
 
 from . import attention, figures
-from .views import operator_page
+from .views.common import operator_page
 
 
 def _period(params, issues: list[str]) -> str:

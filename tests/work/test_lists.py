@@ -14,7 +14,7 @@ from django.utils import timezone
 from runs import taking
 from runs.models import Run, RunStep, WorkItem
 from tests.work.conftest import complete_request, decide, open_item
-from work import views
+from work.views import inbox_pages, run_pages
 
 
 def item_links(html: str) -> list[str]:
@@ -96,7 +96,7 @@ def test_the_inbox_keeps_its_order_in_every_link_and_ignores_an_unknown_one(purc
 
 
 def test_the_inbox_pages_keep_the_order(purchase, browser_of, monkeypatch):
-    monkeypatch.setattr(views, "PAGE_SIZE", 1)
+    monkeypatch.setattr(inbox_pages, "PAGE_SIZE", 1)
     purchase(), purchase()
     html = unescape(browser_of(purchase.people["buyer"]).get("/inbox/", {"sort": "due"}).content.decode())
     assert 'href="?sort=due&page=2"' in html
@@ -124,7 +124,7 @@ def test_the_runs_list_sorts_by_started_updated_or_due(purchase, browser_of):
 
 
 def test_the_runs_list_keeps_its_order_and_filters_in_its_pages(purchase, browser_of, monkeypatch):
-    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    monkeypatch.setattr(run_pages, "PAGE_SIZE", 2)
     views_of = [purchase(item=item) for item in ("Desk", "Chair", "Lamp")]
     client = browser_of(purchase.people["ops"])
     html = unescape(client.get("/runs/", {"sort": "updated", "state": "waiting"}).content.decode())
