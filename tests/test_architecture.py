@@ -65,3 +65,29 @@ def test_no_module_reads_another_objects_underscore_names():
                 continue
             reaches.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
     assert not reaches, "\n".join(reaches)
+
+
+MAX_LINES = 600
+
+
+def test_no_module_is_longer_than_a_newcomer_can_hold():
+    long = [f"{path.relative_to(ROOT)}: {count} lines" for _app, path in modules()
+            if (count := len(path.read_text().splitlines())) > MAX_LINES]
+    assert not long, "\n".join(long)
+
+
+def test_only_runs_names_the_run_tables_in_sql():
+    from django.apps import apps
+
+    models = list(apps.get_app_config("runs").get_models())
+    tables = {model._meta.db_table for model in models}
+    names = "|".join(sorted(model.__name__ for model in models))
+    named = re.compile(rf"\b({'|'.join(sorted(tables))})\b|\b({names})\._meta\.db_table\b")
+    found = []
+    for app, path in modules():
+        if app == "runs":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if named.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

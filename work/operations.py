@@ -22,10 +22,10 @@ from processes.kinds import PERSON_KINDS, WAIT_KINDS, StepKind
 from processes.maps import process_map
 from processes.models import ProcessVersion
 from processes.wording import step_title
-from runs import store, timers
+from runs import figures, store, timers
 from runs.errors import Invalid
 
-from . import attention, figures
+from . import attention
 from .views.common import operator_page
 
 

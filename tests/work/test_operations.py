@@ -11,11 +11,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from runs import figures
 from runs.models import How, Passage, RunStep
 from runs.tools import call_tool
 from tests.runs.conftest import age, rid
 from tests.work.conftest import complete_request, decide, open_item
-from work import figures
 from work.operations import span
 
 

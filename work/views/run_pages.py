@@ -13,12 +13,12 @@ from accounts.identity import Identity
 from base.params import optional_integer
 from processes.definition import JOIN, definition_for
 from processes.maps import process_map
-from runs import conversation, taking, timers
+from runs import conversation, figures, taking, timers
 from runs.assignments import may_decide
 from runs.errors import Conflict, Forbidden, Invalid, ToolError
 from runs.models import Run, RunStep, StepState, WorkItem
 from runs.tools import call_tool
-from work import attention, display, figures, runlist, search
+from work import attention, display, runlist, search
 from work.views.common import PAGE_SIZE, key_of, new_request_id, person_page, refused, request_id
 from work.views.inbox_pages import inbox_rows
 

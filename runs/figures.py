@@ -18,8 +18,9 @@ from django.utils import timezone
 from base import sql
 from processes.definition import JOIN, Definition
 from processes.kinds import StepKind
-from runs import rollups
-from runs.models import ACTIVE_STATES, How, Mode, Passage, PassageDay, RunStep
+
+from . import rollups
+from .models import ACTIVE_STATES, How, Mode, Passage, PassageDay, RunStep
 
 # The periods a person may choose: (key, words, length).
 PERIODS = (
