@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.members import active_members
+from base.storable import text_problem
 
 from . import live, notices
 from .errors import Forbidden, Invalid
@@ -39,6 +40,8 @@ def check_comment(identity: Identity, body: str) -> tuple[str, list]:
     limit = settings.COMMENT_MAX_CHARS
     if not text:
         problems.append("body: required: write something")
+    elif problem := text_problem(text):
+        raise Invalid("The comment was not saved.", [f"body: {problem}"])
     elif len(text) > limit:
         problems.append(f"body: longer than the {limit} characters allowed; shorten it")
     addresses = mentions_in(text)

@@ -87,9 +87,9 @@ def touch(*keys: str) -> None:
 def _renew(keys) -> None:
     try:
         _cache().set_many({key: secrets.token_hex(6) for key in keys}, KEEP_SECONDS)
-    except Exception:  # a cache outage costs liveness only; the pages poll slowly until it is back
+    except Exception as exc:  # a cache outage costs liveness only; the pages poll slowly until it is back
         _failed()
-        log.warning("live: could not renew %d change stamps", len(keys), exc_info=True)
+        log.warning("live: could not renew %d change stamps: %s: %s", len(keys), type(exc).__name__, exc)
 
 
 def stamp(keys: list[str]) -> str | None:
@@ -102,9 +102,9 @@ def stamp(keys: list[str]) -> str | None:
             for key, token in missing.items():
                 cache.add(key, token, KEEP_SECONDS)  # a node that made one a moment earlier keeps its own
             found.update(cache.get_many(list(missing)))
-    except Exception:
+    except Exception as exc:
         _failed()
-        log.warning("live: could not read change stamps", exc_info=True)
+        log.warning("live: could not read change stamps: %s: %s", type(exc).__name__, exc)
         return None
     joined = "|".join(f"{key}={found.get(key, '')}" for key in keys)
     return hashlib.blake2s(joined.encode(), digest_size=8).hexdigest()

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.members import active_members
+from base.storable import text_problem
 
 from . import live, notices
 from .assignments import may_decide
@@ -77,6 +78,8 @@ def hand(identity: Identity, item: WorkItem, *, email: str) -> bool:
     if item.assigned_user_id is not None:
         raise Conflict("This item is assigned to one person already; there is nobody to hand it to.")
     email = (email or "").strip()[:254]
+    if problem := text_problem(email):
+        raise Invalid("Choose a colleague who could decide this item.", [f"person: {problem}"])
     people = active_members(identity.organization.pk)
     if item.for_operators:
         people, within = people.filter(membership__is_operator=True), "the operators"

@@ -104,7 +104,8 @@ def test_openapi_schema_and_docs_are_served(client):
     assert schema.status_code == 200
     document = json.loads(schema.content)
     assert document["openapi"].startswith("3.1")
-    assert sorted(document["paths"]) == sorted(f"/api/tools/{tool}" for tool in TOOLS)
+    oauth = ["/identity/o/api/clients", "/identity/o/api/revoke", "/identity/o/api/token"]
+    assert sorted(document["paths"]) == sorted([*(f"/api/tools/{tool}" for tool in TOOLS), *oauth])
     submit = document["paths"]["/api/tools/submit"]["post"]
     assert submit["requestBody"]["content"]["application/json"]["schema"]["required"] == [
         "token", "output", "summary", "requestId"]
