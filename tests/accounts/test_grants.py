@@ -11,7 +11,6 @@ from datetime import timedelta
 import pytest
 from allauth.idp.oidc.adapter import get_adapter
 from allauth.idp.oidc.models import Token
-from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
@@ -22,13 +21,6 @@ from tests.mcp import McpClient
 
 TOKEN = "/identity/o/api/token"
 
-
-@pytest.fixture(autouse=True)
-def fresh_rate_limits():
-    # Registrations are rate-limited per address in the cache.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -16,20 +16,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
-from django.core.cache import cache
 
 from accounts import connections, metadata_documents
 from accounts.models import Membership, Organization, User
 from tests.accounts.test_connect import REDIRECT, authorize_params, pkce
-
-
-@pytest.fixture(autouse=True)
-def fresh_rate_limits():
-    # Fetches are rate-limited per address in the cache.
-    cache.clear()
-    yield
-    cache.clear()
-
 
 # --- the address check ---
 

@@ -12,7 +12,6 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
 from allauth.idp.oidc.models import Token
-from django.core.cache import cache
 
 from accounts import metadata_documents
 from accounts.models import Membership, Organization, User
@@ -24,13 +23,6 @@ pytestmark = pytest.mark.django_db
 HTTPS = "https://ok.test/cb"
 LOOPBACK = ["http://127.0.0.1:33418/callback", "http://localhost:8765/cb", "http://[::1]:9/cb"]
 
-
-@pytest.fixture(autouse=True)
-def fresh_rate_limits():
-    # Registrations and metadata fetches are rate-limited per address in the cache.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import pytest
 from allauth.idp.oidc.models import Client as OAuthClient
 from allauth.idp.oidc.models import Token
 from django.contrib.auth.hashers import MD5PasswordHasher
-from django.core.cache import cache
 
 from accounts.models import Agent, Membership, Organization, User
 
@@ -36,13 +35,6 @@ class CountingHasher(MD5PasswordHasher):
         CountingHasher.calls += 1
         return super().encode(password, salt)
 
-
-@pytest.fixture(autouse=True)
-def fresh_rate_limits():
-    # Registrations are rate-limited per address in the cache.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
