@@ -5,7 +5,6 @@ host name is resolved once, so a name that answers a public address to the check
 the connection (DNS rebinding) cannot turn the fetch inward. TLS is still verified against the name.
 """
 
-import datetime as dt
 import ipaddress
 import json
 import socket
@@ -20,6 +19,7 @@ from allauth.idp.oidc.models import Client as OAuthClient
 from accounts import connections, metadata_documents
 from accounts.models import Membership, Organization, User
 from tests.accounts.test_connect import REDIRECT, authorize_params, pkce
+from tests.certificates import self_signed
 
 # --- the address check ---
 
@@ -62,32 +62,7 @@ def test_a_name_with_one_private_address_among_public_ones_is_refused(monkeypatc
 
 def certificate(directory, name: str):
     """A self-signed certificate (and key) for the DNS name `name` only: no IP address in it."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
+    return self_signed(directory, dns_names=[name])
 
 
 @contextmanager

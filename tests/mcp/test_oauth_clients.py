@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime as dt
-import ipaddress
 import json
 import queue
 import ssl
@@ -36,6 +34,7 @@ from mcp.shared.auth import (
 )
 
 from accounts.models import DEFAULT_ORGANIZATION, Agent, Membership, Organization, User
+from tests.certificates import self_signed
 from tests.mcp import rid
 from tests.runs.conftest import publish_text
 
@@ -274,42 +273,10 @@ def test_a_client_registers_itself_a_person_consents_and_it_works_a_run(site):
 # --- a client named by its metadata document, served here over HTTPS ---
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
-
-
 @contextmanager
 def metadata_document_server(tmp_path: Path, document_for):
     """Serve a Client ID Metadata Document over HTTPS on localhost; yields (its URL, the CA file)."""
-    cert_path, key_path = self_signed(tmp_path)
+    cert_path, key_path = self_signed(tmp_path, dns_names=["localhost"], ip_addresses=["127.0.0.1"])
     fetches = []
 
     class Handler(BaseHTTPRequestHandler):
