@@ -21,7 +21,7 @@ from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
 from processes.spec import STEP_ID_PATTERN
 
-from . import passages, store
+from . import effects, passages, store
 from .acceptance import check_fields, parse_datetime
 from .canonical import data_size, iso
 from .errors import Forbidden, Invalid
@@ -56,13 +56,14 @@ def load_for_write(run_id: int | None, **how) -> LoadedRun:
 
 
 def flush(txn: LoadedRun) -> None:
-    """Settle the run's state and wake-up from its steps, then save what the write changed (store.save)."""
+    """Settle the run's state and wake-up from its steps, save what the write changed (store.save) and
+    record what it owes beyond its rows (runs.effects)."""
     run = txn.run
     if not run.is_over:
         move(run, derive_run_state(txn))
     run.wake_at = None if run.is_over else next_wake(txn)
     run.updated_at = txn.now
-    store.save(txn)
+    effects.record(txn, store.save(txn))
 
 
 def derive_run_state(txn: LoadedRun) -> str:

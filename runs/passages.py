@@ -1,7 +1,7 @@
 """The passages a write makes: one row for each way a run leaves a step, kept for the operators' figures.
 
 The engine calls these as it completes, rejects and fails steps, ends runs, refuses a submission or
-lets a lease end; `store.save` inserts the rows with the write's other statements, in the same round
+lets a lease end; `runs.effects` inserts the rows with the write's other statements, in the same round
 trip. Nothing here reads run data: each row carries what the figures count and time. A test run leaves
 none: the operators' figures count real work only.
 """

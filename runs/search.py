@@ -106,7 +106,7 @@ def matched(process_name: str, data: dict, words: list[str]) -> list[str]:
 def keep_document(run, *, started: bool, loaded_data) -> None:
     """Write a run's document with the run's write: inserted as it starts, replaced when its words change.
 
-    Called from runs.store.save; the statements join the write's batch. `loaded_data` is the run's data
+    Called from runs.effects.record; the statements join the write's batch. `loaded_data` is the run's data
     as the write loaded it (run data is only ever replaced, so an unchanged run holds the same object).
     """
     if started:

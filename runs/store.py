@@ -1,8 +1,9 @@
 """A run under its lock, loaded and saved: the rows of one write, and nothing of what they mean.
 
 `load` locks a run row and reads its steps in one round trip; `save` writes back every field a write
-changed (base.sql compares each row with its values as loaded) and schedules the write's side effects
-for after the commit. The engine decides what changes; this module only moves rows.
+changed (base.sql compares each row with its values as loaded) and says what it saved (`Saved`). The
+engine decides what changes, and `runs.effects` records what the write owes beyond its rows; this
+module only moves rows.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ import datetime as dt
 from collections import deque
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
-from base import metrics, sql
+from base import sql
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
-from . import live, notices, search
 from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
 
 
@@ -97,27 +97,6 @@ IN_ORGANIZATION = " AND t.organization_id + 0 = %s"
 RUN_REPLACED = frozenset({"data"})
 
 
-def _after_commit(run_id: int):
-    root = notices.site_root()  # the host asked, while the request is still being served
-
-    def send():
-        notices.send_pending_email(run_id=run_id, root=root)
-
-    return send
-
-
-def _count_run(run: Run, *, started: bool, ended: bool):
-    process, mode, outcome = run.process_name, run.mode, run.outcome or run.state
-
-    def count():
-        if started:
-            metrics.RUNS_STARTED.labels(process, mode).inc()
-        if ended:
-            metrics.RUNS_ENDED.labels(process, outcome).inc()
-
-    return count
-
-
 def load(
     run_id: int | None,
     *,
@@ -170,8 +149,17 @@ def load(
     return txn
 
 
-def save(txn: LoadedRun) -> None:
-    """Save everything the write changed and schedule its side effects for after the commit."""
+@dataclass(frozen=True)
+class Saved:
+    """What a save did that its effects depend on: a run started or ended, work items closed."""
+
+    started: bool
+    ended: bool
+    closed: list
+
+
+def save(txn: LoadedRun) -> Saved:
+    """Write every row the write changed, in the write's batch, and say what was saved."""
     run = txn.run
     started = run._state.adding
     if started:
@@ -182,7 +170,6 @@ def save(txn: LoadedRun) -> None:
         changes = sql.changes(run)
         sql.update(Run, run.pk, changes)
         ended = run.is_over and "state" in changes
-    search.keep_document(run, started=started, loaded_data=txn.loaded_data)
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows:
         # Work items point at their steps, so only then must the steps' keys come back first.
@@ -218,22 +205,6 @@ def save(txn: LoadedRun) -> None:
             sql.insert_later(event)  # sent and consumed in this write
         else:
             sql.update(Event, event.pk, sql.changes(event))
-    if txn.passages:
-        sql.insert_later(*txn.passages)  # appended only: no key wanted back, so they join the write's batch
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
-    owed = 0
-    if closed:
-        notices.clear_for_items(closed, now=txn.now)
-    if txn.new_items:
-        owed += notices.record_new_work(run=run, items=txn.new_items, now=txn.now, actor=txn.actor)
-    if ended:
-        owed += notices.record_run_end(run=run, now=txn.now)
-    for step_id, _attempt in txn.notices:
-        owed += notices.record_overdue(run=run, row=txn.steps[step_id], now=txn.now)
-    if owed:
-        transaction.on_commit(_after_commit(run.pk))
-    seen = [key for item in [*txn.new_items, *closed] for key in live.audience(item)]
-    live.touch(live.run(run.organization_id, run.pk), *seen)
-    if started or ended:
-        transaction.on_commit(_count_run(run, started=started, ended=ended))
+    return Saved(started=started, ended=ended, closed=closed)
