@@ -1,4 +1,7 @@
-"""Every transition of a run, its steps and its work items, in one place (spec §3, §6).
+"""A run's own transitions (spec §3, §6): reaching a step, completing, rejecting, failing, ending, time
+and events. What an agent does to its step (claim, renew, submit, escalate) is in runs.agent_steps, and
+a person's decision in runs.decisions; all of them change a state only through `transitions.move`,
+whose tables declare every change there is.
 
 A write opens one transaction (in runs.tools), locks the run row with `load_for_write`, applies
 whatever time has made due, performs its change through the functions below, and calls `flush`.
