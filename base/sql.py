@@ -4,11 +4,13 @@ The ORM compiles every queryset anew; on a path that runs on every request that 
 more than the database does. These helpers keep what Django would do (column names, the backend's
 value converters and parameter adaptation) with a fixed statement text, built once per process.
 
-Everything here stands on public APIs. On PostgreSQL several statements go in one round trip as one
-simple query, each one's values bound on the client by psycopg's ClientCursor.mogrify; a statement
-sent alone is bound on the server, and psycopg prepares it once it has run `prepare_threshold` times
-on a connection (settings.DATABASES OPTIONS). Django's `transaction.atomic` owns every BEGIN and
-COMMIT: nothing here begins or ends a transaction.
+Everything here stands on public APIs. On PostgreSQL a write's UPDATEs and INSERTs go together: as one
+statement of data-modifying `WITH` queries (`one_statement`), bound on the server and prepared by
+psycopg once its text has run `prepare_threshold` times on a connection (settings.DATABASES OPTIONS),
+or, when larger than psycopg keeps parsed, as one simple query with each statement's values bound on
+the client by psycopg's ClientCursor.mogrify. Several SELECTs go as one simple query the same way; a
+statement sent alone is bound on the server and prepared like any other. Django's `transaction.atomic`
+owns every BEGIN and COMMIT: nothing here begins or ends a transaction.
 
 psycopg's pipeline mode would send several statements bound on the server, preparable, in one round
 trip too; measured here (bench/inproc.py) it costs about twice the client's CPU of one simple query
@@ -27,6 +29,7 @@ from contextlib import contextmanager
 import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import JSONField
 from django.db.models import fields as model_fields
 from psycopg import pq
 
@@ -35,6 +38,7 @@ from base import backend
 
 class _Pending(threading.local):
     statements: list | None = None
+    updates: dict | None = None  # (model, key): [its place in `statements`, the changes so far]
 
 
 _pending = _Pending()
@@ -51,13 +55,13 @@ def deferred():
     if _pending.statements is not None:
         yield
         return
-    _pending.statements = []
+    _pending.statements, _pending.updates = [], {}
     try:
         yield
         statements, _pending.statements = _pending.statements, None
         _send(statements)
     finally:
-        _pending.statements = None
+        _pending.statements = _pending.updates = None
 
 
 @contextmanager
@@ -99,16 +103,59 @@ def _utc(db) -> bool:
     return settings.USE_TZ and db.timezone is dt.UTC and db.connection.info.timezone is dt.UTC
 
 
+# psycopg keeps a statement's parsed form, and may prepare it, only while its text is at most 4096
+# characters and its parameters at most 50 (psycopg 3.1.11 release notes): a batch within both goes as
+# one statement; a larger one, rarer, as one simple query of its statements (`_batched`).
+ONE_STATEMENT_TEXT = 4096
+ONE_STATEMENT_PARAMS = 50
+
+
 def _send(statements: list) -> None:
     if not statements:
         return
     if postgres() and len(statements) > 1:
+        if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
+            text, params = one_statement(statements)
+            if len(text) <= ONE_STATEMENT_TEXT:
+                with connection.cursor() as cursor:
+                    cursor.execute(text, params)
+                return
         with _batched(statements):
             pass  # nothing to read back
         return
     with connection.cursor() as cursor:
         for text, params in statements:
             cursor.execute(text, params)
+
+
+def one_statement(statements: list) -> tuple[str, list]:
+    """Several UPDATEs and INSERTs (no RETURNING), (text, params) each, as one statement.
+
+    Each becomes a data-modifying `WITH` query, so the batch is one round trip, bound on the server and
+    prepared like any statement sent alone once its text repeats (a write's shape does). PostgreSQL
+    runs every part to completion with one snapshot, in an order of its own, and checks foreign keys at
+    the end of the statement: the parts must not read or change the same rows (a write's batch never
+    does: each row it writes, it writes once, and it reads nothing back). Rows inserted into one table
+    with the same columns go as one INSERT of several rows, so their keys follow the order they were
+    written in.
+    """
+    merged: dict[str, list] = {}  # statement text: [text, params, rows]
+    for text, params in statements:
+        if text.startswith("INSERT ") and text.endswith(")") and " RETURNING " not in text:
+            found = merged.get(text)
+            if found is not None:
+                found[1] = [*found[1], *params]
+                found[2] += 1
+                continue
+        merged[text if text.startswith("INSERT ") else f"{len(merged)}:{text}"] = [text, list(params), 1]
+    parts, values = [], []
+    for text, params, rows in merged.values():
+        if rows > 1:
+            head, _sep, row = text.rpartition(" VALUES ")
+            text = f"{head} VALUES {', '.join([row] * rows)}"
+        parts.append(f"w{len(parts)} AS ({text})")
+        values.extend(params)
+    return f"WITH {', '.join(parts)} SELECT 1", values
 
 
 def execute(text: str, params: list) -> None:
@@ -192,14 +239,29 @@ def _update_statement(model, names: tuple) -> tuple[str, list]:
 
 
 def update(model, pk, changes: dict) -> None:
-    """UPDATE one row by primary key with `changes` ({field name: value}), adapting values as the ORM does."""
+    """UPDATE one row by primary key with `changes` ({field name: value}), adapting values as the ORM does.
+
+    Inside `deferred()` a row updated again joins its first UPDATE: each row is written once per batch.
+    """
     if not changes:
         return
+    if _pending.statements is not None:
+        held = _pending.updates.get((model, pk))
+        if held is not None:
+            place, merged = held
+            merged.update(changes)
+            _pending.statements[place] = _update(model, pk, merged)
+            return
+        _pending.updates[(model, pk)] = [len(_pending.statements), dict(changes)]
+    _execute(*_update(model, pk, changes))
+
+
+def _update(model, pk, changes: dict) -> tuple[str, list]:
     statement, fields = _update_statement(model, tuple(changes))
     db = connections[DEFAULT_DB_ALIAS]
     params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
     params.append(pk)
-    _execute(statement, params)
+    return statement, params
 
 
 def _insert_values(obj, fields, db) -> list:
@@ -387,14 +449,38 @@ def _values(model):
     return getter if len(names) > 1 else (lambda obj: (getter(obj),))
 
 
-def _kept(values: tuple, names: tuple, by_identity: frozenset) -> tuple:
+@functools.cache
+def _json_positions(model) -> tuple[int, ...]:
+    """Where in `written_fields(model)` the JSON fields are: the only values a write can change in place."""
+    written = [field for field in model._meta.concrete_fields if not field.primary_key]
+    return tuple(i for i, field in enumerate(written) if isinstance(field, JSONField))
+
+
+def _copy(value):
+    """A copy of a JSON value (dicts, lists and scalars), made without deepcopy's general machinery."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    return value if kind in _SCALARS else copy.deepcopy(value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _kept(model, values: tuple, by_identity: frozenset) -> tuple:
     """`values` as they are to be kept: JSON ones copied (but those compared by identity)."""
-    if not any(isinstance(value, (dict, list)) for value in values):
+    positions = _json_positions(model)
+    if not positions:
         return values
-    return tuple(
-        copy.deepcopy(value) if isinstance(value, (dict, list)) and name not in by_identity else value
-        for name, value in zip(names, values, strict=True)
-    )
+    kept = list(values)
+    names = written_fields(model)
+    for i in positions:
+        value = kept[i]
+        if (type(value) is dict or type(value) is list) and names[i] not in by_identity:
+            kept[i] = _copy(value)
+    return tuple(kept)
 
 
 def remember(obj, *, by_identity: frozenset = frozenset()):
@@ -404,7 +490,7 @@ def remember(obj, *, by_identity: frozenset = frozenset()):
     compared by identity instead (a large document a write only ever replaces, never alters).
     """
     model = type(obj)
-    obj.loaded_values = _kept(_values(model)(obj), written_fields(model), by_identity)
+    obj.loaded_values = _kept(model, _values(model)(obj), by_identity)
     obj.loaded_by_identity = by_identity
     return obj
 
@@ -429,5 +515,5 @@ def changes(obj) -> dict:
         if value is not before and (name in by_identity or value != before)
     }
     if found:
-        obj.loaded_values = _kept(now, names, by_identity)
+        obj.loaded_values = _kept(model, now, by_identity)
     return found

@@ -252,3 +252,45 @@ def test_a_batch_reads_timestamps_as_django_would(postgres):
         # Django's loader, as the ORM reads (which takes the session for UTC, as Django sets it).
         assert moment == as_the_orm_reads and moment.tzinfo is as_the_orm_reads.tzinfo
         assert moment != dt.datetime(2025, 12, 31, 22, 0, tzinfo=dt.UTC)  # psycopg's would differ here
+
+
+def test_a_small_batch_of_writes_goes_as_one_prepared_statement(postgres, agent):
+    # A write's UPDATEs and INSERTs, within psycopg's statement limits, are one statement: one round
+    # trip, bound on the server and prepared once its text repeats.
+    from django.db import transaction
+    from django.test.utils import CaptureQueriesContext
+
+    for turn in range(postgres.connection.prepare_threshold + 2):
+        with CaptureQueriesContext(postgres) as captured, transaction.atomic(), sql.deferred():
+            sql.update(Agent, agent.pk, {"name": f"turn {turn}"})
+            sql.insert_later(Agent(organization_id=agent.organization_id, name=f"new {turn}"))
+        sent = [query["sql"][:8] for query in captured if "SAVEPOINT" not in query["sql"]]
+        assert sent == ["WITH w0 "], captured.captured_queries
+    assert Agent.objects.get(pk=agent.pk).name == f"turn {turn}"
+    assert any(text.startswith("WITH w0 AS (UPDATE") for text in _prepared(postgres)), _prepared(postgres)
+
+
+def test_rows_written_in_one_statement_keep_their_order_and_their_references(postgres, agent):
+    # Rows of one table go as one INSERT of several rows, so their keys follow the order they were
+    # written in; a row may point at one inserted in the same batch (foreign keys are checked at the
+    # statement's end); a row updated twice is written once, with the later values.
+    from django.db import transaction
+
+    with transaction.atomic(), sql.deferred():
+        org = Organization(slug="sql-batch", name="Batch")
+        org.pk = sql.fetch_many([sql.next_ids(Organization, 1)])[0][0][0]
+        sql.insert_later(org)
+        for name in ("first", "second", "third"):
+            sql.insert_later(Agent(organization_id=org.pk, name=name))
+        sql.update(Agent, agent.pk, {"name": "once"})
+        sql.update(Agent, agent.pk, {"name": "twice", "is_active": False})
+    names = list(Agent.objects.filter(organization_id=org.pk).order_by("pk").values_list("name", flat=True))
+    assert names == ["first", "second", "third"]
+    agent.refresh_from_db()
+    assert (agent.name, agent.is_active) == ("twice", False)
+    # A batch beyond psycopg's statement limits goes as one simple query, with the same effect.
+    with transaction.atomic(), sql.deferred():
+        for number in range(sql.ONE_STATEMENT_PARAMS):
+            sql.insert_later(Agent(organization_id=org.pk, name=f"many {number}"))
+    many = list(Agent.objects.filter(name__startswith="many ").order_by("pk").values_list("name", flat=True))
+    assert many == [f"many {number}" for number in range(sql.ONE_STATEMENT_PARAMS)]
