@@ -1,5 +1,6 @@
-"""The layers docs/architecture.md draws hold: imports point down, and no module reaches into another's
-underscore names."""
+"""The layers docs/architecture.md draws hold: imports point down, and so do the templates and URL names
+a module or an app's template names; no module reaches into another's underscore names, or is longer
+than MAX_LINES; and docs/architecture.md names every module."""
 
 import ast
 import re
@@ -175,3 +176,68 @@ def test_naming_a_page_above_is_found_in_a_module_and_a_template():
     assert reaching_up("processes", *named_in_template(text), defined) == [
         "template work/partials/people.html", "URL name 'inbox' (work/urls.py)"]
     assert reaching_up("work", *named_in_template(text), defined) == []
+
+
+# --- docs/architecture.md names every module --------------------------------------------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def named_modules() -> dict[str, list[str]]:
+    """Each app's modules as paths inside the app; empty files (package markers) hold nothing to name."""
+    named: dict[str, list[str]] = {app: [] for app in LAYERS}
+    for app, path in modules():
+        if path.read_text().strip():
+            named[app].append(path.relative_to(ROOT / app).as_posix())
+    return named
+
+
+def unnamed(doc: str, apps: dict[str, list[str]]) -> list[str]:
+    """The modules a document names nowhere.
+
+    A module is named by its path (`runs/search.py`) anywhere, or in its app's section (a heading naming
+    `<app>/`) by its path inside the app or, when no other module of the app shares it, its file name.
+    A package's `__init__.py` is named with the package: the app's by its section, a folder's by
+    `<folder>/`. What the section "In every app" names counts in every app's.
+    """
+    everywhere = set(re.findall(r"`([^`]+)`", doc))
+    sections: dict[str, set[str]] = {app: set() for app in apps}
+    common: set[str] = set()
+    for part in re.split(r"^(?=#{2,3} )", doc, flags=re.MULTILINE):
+        heading = part.splitlines()[0] if part else ""
+        words = set(re.findall(r"`([^`]+)`", part))
+        if re.match(r"#{2,3} In every app", heading):
+            common |= words
+        for app in apps:
+            if f"`{app}/`" in heading:
+                sections[app] |= words | {"__init__.py"}
+    missing = []
+    for app, paths in apps.items():
+        names = sections[app] | common if sections[app] else set()
+        shared = {name for name in {p.rsplit("/", 1)[-1] for p in paths}
+                  if sum(p.rsplit("/", 1)[-1] == name for p in paths) > 1}
+        for path in paths:
+            folder, _, file = path.rpartition("/")
+            candidates = {path} | ({file} if file not in shared else set())
+            if file == "__init__.py":
+                candidates = {f"{folder}/", f"{folder.rsplit('/', 1)[-1]}/"} if folder else {"__init__.py"}
+            if f"{app}/{path}" not in everywhere and not candidates & names:
+                missing.append(f"{app}/{path}")
+    return missing
+
+
+def test_docs_architecture_names_every_module():
+    missing = unnamed(ARCHITECTURE.read_text(), named_modules())
+    assert not missing, (
+        "docs/architecture.md names these modules nowhere (name each in its app's section; bin/modules lists "
+        "them all):\n" + "\n".join(missing))
+
+
+def test_a_module_named_nowhere_is_found():
+    apps = {"runs": ["__init__.py", "search.py", "store.py", "views/__init__.py", "views/forms.py", "forms.py"],
+            "work": ["apps.py", "inbox.py"]}
+    doc = ("### In every app\n\n`apps.py`\n\n### `runs/`\n\n| `search.py` | `views/` with `forms.py` |\n\n"
+           "### `work/`\n\nNothing.\n\nElsewhere: `runs/store.py`.\n")
+    # `forms.py` is the path of runs/forms.py, and names views/forms.py no more than any file of that name;
+    # work/inbox.py is named only outside its app's section, and not by its path.
+    assert unnamed(doc, apps) == ["runs/views/forms.py", "work/inbox.py"]
