@@ -1,4 +1,6 @@
-"""OAuth: discovery documents (RFC 8414, RFC 9728), the consent page, and the agents a person connected."""
+"""OAuth's pages: discovery documents (RFC 8414, RFC 9728), allauth's token endpoints held to RFC 6749 and
+RFC 8707, the consent page and RP-initiated logout; and a person's own: the agents they connected, and
+their settings."""
 
 import base64
 import functools
