@@ -7,7 +7,7 @@ PORT ?= 8000
 SLOW ?=
 PYTEST_MARK := $(if $(SLOW),,-m "not slow")
 
-.PHONY: run test lint migrate demo clean vendor
+.PHONY: run test lint migrate demo clean vendor modules
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,3 +44,7 @@ clean:
 # Fetch the vendored browser scripts (static/vendor/) again and check them against their pinned integrity.
 vendor:
 	bin/vendor
+
+# Every module of the apps with its line count, longest first (docs/architecture.md names each one).
+modules:
+	bin/modules

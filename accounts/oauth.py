@@ -12,7 +12,8 @@ from allauth.idp.oidc.models import Client, Token
 from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Case, OuterRef, Q, Subquery, When
 from django.http import HttpRequest
 from django.urls import get_script_prefix
 from django.utils import timezone
@@ -21,7 +22,6 @@ from accounts import connections, token_memo
 from accounts.connections import API_SCOPE
 from accounts.identity import AGENT, Identity
 from accounts.models import Agent, Membership, Organization, User
-from base import backend, sql
 
 MCP_PATH = "/mcp"
 
@@ -180,33 +180,45 @@ def _covers(granted: str, expected: str) -> bool:
     return e.path.rstrip("/") == prefix or e.path.startswith(prefix + "/")
 
 
+def _fields(model) -> list[str]:
+    return [field.attname for field in model._meta.concrete_fields]
+
+
 @functools.cache
-def _token_sql() -> str:
-    quote = backend.quote_name
-    agents = quote(Agent._meta.db_table)
-    # `a` is an administrator's agent (its own client, no person); `c` the agent a person connected
-    # through this client. At most one of the two is there, and each is found by a unique index.
-    return (
-        f"SELECT t.client_id, t.data, t.scopes, t.expires_at, {sql.columns(Agent, 'a')}, {sql.columns(Agent, 'c')}, "
-        f"{sql.columns(User, 'u')}, {sql.columns(Membership, 'm')}, {sql.columns(Organization, 'o')} "
-        f"FROM {quote(Token._meta.db_table)} t "
-        f"LEFT JOIN {agents} a ON t.user_id IS NULL AND a.client_id = t.client_id "
-        f"LEFT JOIN {agents} c ON c.for_user_id = t.user_id AND c.connected_client_id = t.client_id "
-        f"LEFT JOIN {quote(User._meta.db_table)} u ON u.id = t.user_id "
-        f"LEFT JOIN {quote(Membership._meta.db_table)} m ON m.user_id = u.id "
-        f"LEFT JOIN {quote(Organization._meta.db_table)} o ON o.id = COALESCE(a.organization_id, m.organization_id) "
-        "WHERE t.type = %s AND t.hash = %s AND (t.expires_at IS NULL OR t.expires_at > %s)"
-    )
+def _tokens():
+    """Access tokens with their person, membership and organization, and their agent and its organization.
+
+    One statement: the person's rows are joined, the agent's and its organization's columns are read by
+    subqueries (an agent is not a relation of allauth's Token); `_from_token` builds them back.
+    """
+    # A token naming no person acts through the administrator's agent owning its client; a token naming a
+    # person, through the agent that person connected with that client. Each is found by a unique index.
+    own = Agent.objects.filter(for_user__isnull=True, client_id=OuterRef("client_id")).order_by()
+    connected = Agent.objects.filter(for_user=OuterRef("user"), connected_client_id=OuterRef("client_id")).order_by()
+    # A connected agent is in its person's organization (their membership's); an administrator's names its own.
+    organization = Organization.objects.filter(
+        agents__for_user__isnull=True, agents__client_id=OuterRef("client_id")
+    ).order_by()
+    columns = {
+        f"agent_{name}": Case(When(user__isnull=True, then=Subquery(own.values(name)[:1])),
+                              default=Subquery(connected.values(name)[:1]))
+        for name in _fields(Agent)
+    }
+    columns |= {
+        f"own_organization_{name}": Case(When(user__isnull=True, then=Subquery(organization.values(name)[:1])))
+        for name in _fields(Organization)
+    }
+    return (Token.objects.filter(type=Token.Type.ACCESS_TOKEN).select_related("user__membership__organization")
+            .annotate(**columns))
 
 
-def _split(row, *models):
-    """Cut a row of consecutive `sql.columns` blocks into one instance (or None) per model."""
-    out, at = [], 0
-    for model in models:
-        width = len(model._meta.concrete_fields)
-        out.append(sql.build(model, row[at:at + width]))
-        at += width
-    return out
+def _from_token(token: Token, model, prefix: str):
+    """The `model` instance whose columns `_tokens` read under `prefix`, or None when there was none."""
+    names = _fields(model)
+    values = [getattr(token, prefix + name) for name in names]
+    if values[names.index(model._meta.pk.attname)] is None:
+        return None
+    return model.from_db(token._state.db, names, values)
 
 
 def _connected_identity(client_id: str, agent: Agent | None, user: User, membership: Membership | None):
@@ -259,29 +271,25 @@ def identity_for_token(raw_token: str, *, resource: str | Callable[[], str] | No
 
 
 def _validate(token_hash: str) -> token_memo.Validated | None:
-    """Look the token up with its caller and organization (one plain-SQL join); None when it cannot call."""
+    """Look the token up with its caller and organization (one query); None when it cannot call."""
     now = timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(_token_sql(), [Token.Type.ACCESS_TOKEN, token_hash, now])
-        row = cursor.fetchone()
-    if row is None or row[0] is None:
+    token = (_tokens().filter(hash=token_hash).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+             .first())
+    if token is None or token.client_id is None:
         return None
-    agent, connected, user, membership, organization = _split(row[4:], Agent, Agent, User, Membership, Organization)
+    user, agent = token.user, _from_token(token, Agent, "agent_")
     if user is not None:
-        if membership is not None:
-            membership.organization = organization
-        identity = _connected_identity(row[0], connected, user, membership)
+        identity = _connected_identity(token.client_id, agent, user, getattr(user, "membership", None))
     elif agent is not None and agent.is_active:
-        agent.organization = organization
+        agent.organization = _from_token(token, Organization, "own_organization_")
         identity = Identity.for_agent(agent)
     else:
         return None
     if identity is None:
         return None
-    expires_at = sql.field_value(Token, "expires_at", row[3])
     return token_memo.Validated(
         identity=identity,
-        resources=tuple(Token(data=sql.field_value(Token, "data", row[1])).get_resources()),
-        scoped=API_SCOPE in Token(scopes=row[2]).get_scopes(),
-        seconds_left=None if expires_at is None else (expires_at - now).total_seconds(),
+        resources=tuple(token.get_resources()),
+        scoped=API_SCOPE in token.get_scopes(),
+        seconds_left=None if token.expires_at is None else (token.expires_at - now).total_seconds(),
     )

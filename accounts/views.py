@@ -1,4 +1,6 @@
-"""OAuth: discovery documents (RFC 8414, RFC 9728), the consent page, and the agents a person connected."""
+"""OAuth's pages: discovery documents (RFC 8414, RFC 9728), allauth's token endpoints held to RFC 6749 and
+RFC 8707, the consent page and RP-initiated logout; and a person's own: the agents they connected, and
+their settings."""
 
 import base64
 import functools
@@ -163,7 +165,7 @@ class ConsentView(oidc_views.AuthorizationView):
 
     def _member_only(self, request: HttpRequest) -> HttpResponse | None:
         if request.user.is_authenticated and getattr(request.user, "membership", None) is None:
-            return render(request, "work/no_membership.html", status=403)
+            return render(request, "accounts/no_membership.html", status=403)
         return None
 
     def form_valid(self, form) -> HttpResponse:
@@ -270,7 +272,7 @@ def _visible_agents(request: HttpRequest):
 def connected_agents(request: HttpRequest) -> HttpResponse:
     """List the MCP clients a person connected (an operator: everyone's in the organization); revoke one."""
     if getattr(request.user, "membership", None) is None:
-        return render(request, "work/no_membership.html", status=403)
+        return render(request, "accounts/no_membership.html", status=403)
     agents = _visible_agents(request)
     if request.method == "POST":
         chosen = optional_integer(request.POST, "agent", minimum=1)

@@ -4,7 +4,8 @@ Every write a person could see on another page touches the stamps of whoever see
 a person (their notices), a group or an organization's operators (their items: new, taken, handed over,
 commented on, decided), one work item and one run (their pages). A stamp is a short random token in the
 shared cache (settings.LIVE_CACHE), so every node reads the same one. A page polls with the stamp it
-was rendered with; an unchanged stamp costs a cache read and no query of its own.
+was rendered with; an unchanged stamp costs one cache read, and a query only once this process's memory
+of the person's groups (WHO_SECONDS) has run out.
 
 A stamp the cache lost is made anew, which only costs each page watching it one refresh. A cache that
 cannot be reached gives no stamp at all (None): the pages then refresh at a slow pace instead, and

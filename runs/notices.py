@@ -5,20 +5,22 @@ A notice about a work item is read once its person opens the item, and leaves ev
 once the item closes (decided by anyone, or dropped by the run).
 
 Each is an in-app notification; an email goes too as the person chooses (User.email_notices): at once,
-after the commit, or in a daily digest from the sweep. Test runs never owe an email. Links in emails are
-absolute: PUBLIC_URL, else the host of the request being served (or, from the sweep, the last one seen).
+after the commit, or in a daily digest from the sweep (templates/runs/email/). Test runs never owe an
+email. Links in emails are absolute: PUBLIC_URL, else the host of the request being served (or, from the
+sweep, the last one seen), followed by the path of the page `links` names, which the pages register.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connection, transaction
 from django.template.loader import render_to_string
-from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import EmailNotices, User
@@ -178,6 +180,18 @@ def record_run_end(*, run, now) -> int:
 
 # --- email ----------------------------------------------------------------------------------------
 
+
+@dataclass
+class Links:
+    """The paths an email's links take on this site: the page a notice points at, and the inbox."""
+
+    notice: Callable[[Notification], str]
+    inbox: Callable[[], str]
+
+
+# The pages register theirs as the project starts (work/apps.py); without pages, every link is the root.
+links = Links(notice=lambda notice: "/", inbox=lambda: "/")
+
 _last_root = ""
 
 
@@ -213,8 +227,8 @@ def send_pending_email(*, run_id: int | None = None, root: str | None = None, li
     for notice in pending.select_related("user", "run", "work_item").order_by("pk")[:limit]:
         if not _claim([notice.pk]):
             continue
-        body = render_to_string("work/email/notice.txt", {"notice": notice, "link": root + notice_link(notice),
-                                                          "inbox": root + reverse("inbox")})
+        body = render_to_string("runs/email/notice.txt", {"notice": notice, "link": root + links.notice(notice),
+                                                          "inbox": root + links.inbox()})
         if _send(notice.user, notice.text[:120], body, [notice.pk], how="immediately"):
             sent += 1
     return sent
@@ -232,8 +246,8 @@ def send_digests(*, now: dt.datetime | None = None, limit: int = 200) -> int:
                        .order_by("created_at", "pk"))
         if not notices or not _claim([n.pk for n in notices]):
             continue
-        lines = [(notice, root + notice_link(notice)) for notice in notices]
-        body = render_to_string("work/email/digest.txt", {"lines": lines, "inbox": root + reverse("inbox")})
+        lines = [(notice, root + links.notice(notice)) for notice in notices]
+        body = render_to_string("runs/email/digest.txt", {"lines": lines, "inbox": root + links.inbox()})
         subject = f"{len(notices)} update{'s' if len(notices) != 1 else ''} on your processes"
         if _send(user, subject, body, [n.pk for n in notices], how="digest"):
             User.objects.filter(pk=user.pk).update(last_digest_at=now)
@@ -250,13 +264,6 @@ def _send(user: User, subject: str, body: str, ids: list[int], *, how: str) -> b
         log.exception("email to %s failed; it stays owed", user.email)
         Notification.objects.filter(pk__in=ids).update(email_pending=True)
         return False
-
-
-def notice_link(notice: Notification) -> str:
-    """Return the page a notice points at: its work item (which says who decided it, once closed), else its run."""
-    if notice.work_item_id is not None:
-        return reverse("item", args=[f"w_{notice.work_item_id}"])
-    return reverse("run", args=[notice.run.public_id])
 
 
 def forget_other_organizations(*, user, organization_id: int) -> int:

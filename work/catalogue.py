@@ -31,7 +31,7 @@ def catalogue(request, identity: Identity):
     except Invalid as error:  # a cursor this server never gave out
         return refused(request, error)
     processes = [{**p, "title": step_title(p["name"])} for p in data["items"]]
-    return render(request, "processes/list.html", {
+    return render(request, "work/processes.html", {
         "identity": identity, "processes": processes, "next_cursor": data["nextCursor"], "nav": "processes",
     })
 
@@ -107,4 +107,4 @@ def start(request, identity: Identity, name: str):
         "request_id": new_request_id(),
         "nav": "processes",
     }
-    return render(request, "processes/start.html", context, status=status)
+    return render(request, "work/start.html", context, status=status)

@@ -1,5 +1,5 @@
-"""What the top bar of every page needs: how many of the signed-in person's notices are unread, and whether
-they are an operator (who has the operations page)."""
+"""What every page's top bar and live script need: how many of the signed-in person's notices are unread,
+whether they are an operator (who has the operations page), and the stamps a person's page polls with."""
 
 from runs.models import Notification
 

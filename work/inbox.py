@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from django.db.models import Count
+from django.urls import reverse
 
 from accounts.identity import Identity
 from processes.kinds import StepKind
@@ -95,3 +96,17 @@ def notifications_for(identity: Identity, *, limit: int = 20) -> tuple[list, int
     unread = notices.filter(read_at__isnull=True).count()
     newest = notices.order_by("-created_at", "-pk").prefetch_related("run", "work_item")[:limit]
     return list(newest), unread
+
+
+# --- where a notice points ------------------------------------------------------------------------
+
+
+def notice_link(notice: Notification) -> str:
+    """The page a notice points at: its work item (which says who decided it, once closed), else its run."""
+    if notice.work_item_id is not None:
+        return reverse("item", args=[f"w_{notice.work_item_id}"])
+    return reverse("run", args=[notice.run.public_id])
+
+
+def inbox_link() -> str:
+    return reverse("inbox")

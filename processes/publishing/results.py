@@ -1,4 +1,6 @@
-"""What publishing answers: the errors that carry every issue, and the results of import, publish and the one-step import."""
+"""What publishing answers: the errors that carry every issue, the results of import, publish and the
+one-step import, and the line that sums up a draft; and the names the package shares (PROCESS_FILE, the
+archive's member cap)."""
 
 from dataclasses import dataclass, field
 from typing import Literal

@@ -1,12 +1,15 @@
-"""The people pages: home, inbox, a work item, a run. Each view validates input, calls the tools, renders.
+"""The people pages: home, the inbox, a work item, a run, the runs list and the search page. Each view
+validates its input, calls runs/ (through a tool where the agents have the same one: get_run, decide,
+cancel, upload) or work's read models (inbox.py, runlist.py, search.py), and renders.
 
 - ``common.py``: what every page shares: the person and operator decorators, refusals, request ids.
 - ``inbox_pages.py``: home, the inbox and its notices, people suggestions.
 - ``item_pages.py``: a work item: taking, letting go, its decision forms and deciding.
 - ``run_pages.py``: a run, cancelling it, the runs list and the search page.
 
-The pages are one more door onto the engine (STYLE.md): a decision here is `call_tool(identity,
-"decide", …)` exactly as over REST, so every rule and check order is the engine's, not the page's.
+The pages are one more door onto the engine (docs/architecture.md): a decision here is
+`call_tool(identity, "decide", …)` exactly as over REST, so every rule and check order is the engine's,
+not the page's.
 """
 
 from work.views.common import new_request_id, operator_page, person_page, refused, request_id

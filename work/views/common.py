@@ -35,7 +35,7 @@ def person_page(view):
     def wrapper(request, *args, **kwargs):
         identity = Identity.for_user(request.user)
         if identity is None:
-            return render(request, "work/no_membership.html", status=403)
+            return render(request, "accounts/no_membership.html", status=403)
         live_page.remember(request, identity, kwargs)  # before the page reads anything it shows
         with files.serving(request):  # links made here (in emails sent after a decision) name this host
             return view(request, identity, *args, **kwargs)

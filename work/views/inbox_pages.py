@@ -89,7 +89,7 @@ def inbox_page(request, identity: Identity):
         "escalations": inbox_rows(inbox.escalation_queue(identity)),
         "overdue_items": inbox_rows(overdue_items),
         "overdue_steps": overdue_steps,
-        "notices": [(notice, notices.notice_link(notice)) for notice in newest],
+        "notices": [(notice, inbox.notice_link(notice)) for notice in newest],
         "unread": unread,
         "unread_notices": unread,  # the top bar's count, already read (work.context would count again)
         "nav": "inbox",
