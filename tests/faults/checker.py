@@ -7,7 +7,11 @@ the server to it, but the client acted as if nothing came back.
 
 The final state is every run's `get_run` view, read after the faults healed and the workload drained.
 Each write carries a unique marker the checker can find in that state: a submit's `summary`, a decision's
-`note` or `summary`, an event's `data.seq`, a run's `inputs.key`.
+`note` or `summary`, an event's `data.seq`, a run's `inputs.key`. Two writes leave their marker only in
+later answers, not in run data: an escalation's note is shown on its work item until a person decides it,
+and a `returned` decision's note is the step's `handoff.returned` until the step is done again; for these
+the checker looks in every answer to another request and in the final state. A claim, renew or upload
+leaves no marker: what they promise is checked through the leases below and the submits that use them.
 
 `check(history, final, flow)` returns a list of Violations; none means the history is consistent with:
 
@@ -15,12 +19,15 @@ Each write carries a unique marker the checker can find in that state: a submit'
   changed anything (spec §3.8: a call that failed is not recorded);
 - replay: every answer to one requestId equals the first ok answer, token included (spec §3.2, tools.md claim);
 - exclusive: no step was held by two callers at once; expired: no token worked after its lease ended,
-  after a renew replaced it, or after its run ended (tools.md renew, submit);
+  after a renew replaced it, after a submit or escalation ended its lease, or after its run ended
+  (tools.md renew, submit, escalate);
 - order: per run, completions follow the declared steps, a rejection continues at on_reject (spec §3.3);
   first decision: one work item, one accepted decision (tools.md decide); history: a rejection moved exactly
   the steps from on_reject on into history (spec §3.1);
 - events: held events with one name were consumed oldest first (spec §3.6);
-- progress: every run ended, or waits on an event the workload never sends.
+- progress: every run ended, or waits on an event the workload never sends, in the final state (read once
+  every run settled or the drain bound after the heal passed: tests/faults/network.py); and the figure
+  `heal to all moving (s)`, from the heal to the first write, or the end, of every run live then.
 """
 
 from __future__ import annotations
@@ -143,6 +150,8 @@ def write_marker(op: Op) -> str | None:
     """The marker this write leaves in the run when it takes effect, if any."""
     if op.tool == "submit":
         return op.args.get("summary")
+    if op.tool == "escalate":
+        return op.args.get("note")
     if op.tool == "decide":
         return op.args.get("note") if op.args.get("decision") != "completed" else op.args.get("summary")
     if op.tool == "send_event":
@@ -172,7 +181,7 @@ def check(history: list[Op], final: dict, flow: Flow, *, heal_at: float | None =
 
     _check_replays(report, by_request)
     tokens = _tokens(ops, by_request)
-    _check_acknowledged(report, by_request, final, tokens)
+    _check_acknowledged(report, ops, by_request, final, tokens)
     _check_leases(report, ops, by_request, tokens)
     for run_id, view in final.items():
         _check_order(report, run_id, view, flow)
@@ -219,8 +228,41 @@ def _tokens(ops: list[Op], by_request: dict) -> dict:
     return tokens
 
 
-def _check_acknowledged(report: Report, by_request: dict, final: dict, tokens: dict) -> None:
+def _shown_notes(value, found: set) -> None:
+    """Every escalation note and `returned` note in an answer or a view (work items, handoffs)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in ("escalation", "returned"):
+                inner = item.get(key)
+                if isinstance(inner, dict) and isinstance(inner.get("note"), str):
+                    found.add(inner["note"])
+            stack.extend(v for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
+
+
+def _shown(ops: list[Op], final: dict) -> dict[str, set]:
+    """Note -> who showed it: the requestIds (or op ids, for reads) of the answers, and `final`."""
+    shown: dict[str, set] = defaultdict(set)
+    for op in ops:
+        if op.answered_ok and op.tool in ("get_work", "get_run", "claim", "start_run", "submit", "decide",
+                                          "escalate", "cancel", "list_runs"):
+            found: set = set()
+            _shown_notes(op.data, found)
+            for note in found:
+                shown[note].add(op.request_id or f"op {op.id}")
+    found = set()
+    _shown_notes(list(final.values()), found)
+    for note in found:
+        shown[note].add("final")
+    return shown
+
+
+def _check_acknowledged(report: Report, ops: list[Op], by_request: dict, final: dict, tokens: dict) -> None:
     markers = {run_id: _markers(view) for run_id, view in final.items()}
+    shown = _shown(ops, final)
     keys = {(view.get("data") or {}).get("inputs", {}).get("key"): run_id for run_id, view in final.items()}
     for request_id, attempts in by_request.items():
         op = attempts[0]
@@ -241,7 +283,7 @@ def _check_acknowledged(report: Report, by_request: dict, final: dict, tokens: d
         run_id = run_of(ok or op, tokens)
         if run_id is None or run_id not in final:
             continue
-        present = marker in markers[run_id]
+        present = marker in markers[run_id] or any(who != request_id for who in shown.get(marker, ()))
         if ok is not None and not present and _leaves_marker(ok):
             report.add("acknowledged", f"{op.tool} {request_id} on {run_id} answered ok but `{marker}` "
                                        "is not in the final state")
@@ -251,11 +293,9 @@ def _check_acknowledged(report: Report, by_request: dict, final: dict, tokens: d
 
 
 def _leaves_marker(ok: Op) -> bool:
-    """A submit or decision always leaves its marker; an event only once its answer says it was consumed."""
+    """A submit, decision or escalation always leaves its marker; an event only once it was consumed."""
     if ok.tool == "send_event":
         return ok.data.get("consumedBy") is not None
-    if ok.tool == "decide":
-        return ok.args.get("decision") in ("rejected", "completed")
     return True
 
 
@@ -292,12 +332,23 @@ def _check_leases(report: Report, ops: list[Op], by_request: dict, tokens: dict)
             run = (op.data.get("run") or {})
             if run.get("ended"):
                 run_ended[run["id"]] = min(run_ended.get(run["id"], op.end), op.end)
+    done: dict[str, tuple[float, str]] = {}  # chain -> (when a submit or escalate certainly ended it, requestId)
+    for op in ops:
+        token = op.args.get("token")
+        if op.tool in ("submit", "escalate") and op.answered_ok and token in tokens:
+            chain = tokens[token]["chain"]
+            if chain not in done or op.end < done[chain][0]:
+                done[chain] = (op.end, op.request_id)
     for op in ops:
         token = op.args.get("token")
         if op.tool not in TOKEN_TOOLS or not op.answered_ok or token not in tokens:
             continue
         info = tokens[token]
         first = by_request[op.request_id][0].start
+        ended_by = done.get(info["chain"])
+        if ended_by is not None and ended_by[1] != op.request_id and first > ended_by[0]:
+            report.add("expired", f"{op.tool} {op.request_id} by {op.actor} worked with a lease that "
+                                  f"{ended_by[1]} had already ended")
         if first > info["expires"] + MARGIN:
             report.add("expired", f"{op.tool} {op.request_id} by {op.actor} worked at {first:.2f}, after its "
                                   f"lease ended at {info['expires']:.2f}")
@@ -401,27 +452,25 @@ def _check_progress(report: Report, ops: list[Op], final: dict, flow: Flow, toke
         report.add("progress", f"{run_id} has not ended: {run.get('state')} at {', '.join(waiting_on) or 'nothing'}")
     if heal_at is None:
         return
-    # From the last heal to the first write each live run took afterwards.
-    alive_at_heal = set()
-    for op in ops:
-        if op.tool == "start_run" and op.answered_ok and op.end <= heal_at:
-            alive_at_heal.add(op.data["run"]["id"])
-    ended_before = set()
-    for op in ops:
-        run = (op.data.get("run") or {}) if op.answered_ok else {}
-        if run.get("ended") and op.end <= heal_at:
-            ended_before.add(run["id"])
-    moving = {}
+    # From the last heal to the first write each run live then took afterwards (or to its end, when that
+    # came first: an answer lost for good leaves no ok write in the history). Live at the heal: started
+    # and not ended by then, by the final state's own times, and not parked.
+    live = set()
+    for run_id, view in final.items():
+        run = view.get("run") or {}
+        started, ended = when(run.get("startedAt")), when((run.get("ended") or {}).get("at"))
+        if started is not None and started <= heal_at and (ended is None or ended > heal_at) \
+                and not _parked(view, flow):
+            live.add(run_id)
+    moving = {run_id: when(final[run_id]["run"]["ended"]["at"]) - heal_at for run_id in live
+              if final[run_id]["run"].get("ended")}
     for op in ops:
         if op.answered_ok and op.tool in WRITES and op.start >= heal_at:
             run_id = run_of(op, tokens)
-            if run_id in alive_at_heal and run_id not in moving:
-                moving[run_id] = op.end - heal_at
-    stuck = alive_at_heal - ended_before
-    parked = {run_id for run_id in stuck if run_id in final and _parked(final[run_id], flow)}
-    waiting = stuck - parked
-    report.figures["runs live at heal"] = len(waiting)
-    report.figures["heal to all moving (s)"] = round(max((moving.get(r, float("inf")) for r in waiting), default=0.0), 1)
+            if run_id in live:
+                moving[run_id] = min(moving.get(run_id, float("inf")), op.end - heal_at)
+    report.figures["runs live at heal"] = len(live)
+    report.figures["heal to all moving (s)"] = round(max((moving.get(r, float("inf")) for r in live), default=0.0), 1)
 
 
 def _live_steps(view: dict) -> list[str]:

@@ -8,8 +8,12 @@ pairs are made inside the bridge namespace with their far ends put straight into
     back  10.213.2.0/24   app nodes, db, redis, timers (what a node reaches)
 
 A host's link to a bridge is a veth pair: `<host>` in the bridge namespace, `front`/`back` in the host's.
-Link faults are netem qdiscs on both ends, so both directions suffer; on a kernel without netem a cut
-detaches the link from its bridge and a slow link is a token-bucket qdisc (tbf) on both ends.
+Link faults are netem qdiscs on both ends, so both directions suffer. A kernel built without netem
+(`tc` says "Specified qdisc kind is unknown") gets the same faults another way, in the bridge namespace
+only: a cut detaches the link from its bridge; a slow link sends the packets the bridge forwards to or
+from it (iptables FORWARD, `physdev`) through an iptables `statistic --mode random --probability 0.05`
+DROP and then to a netfilter queue that tests/faults/delay.py holds 200 ms per packet: each direction
+is 200 ms late and loses 5%, as `netem delay 200ms loss 5%` on both ends would.
 """
 
 from __future__ import annotations
@@ -17,15 +21,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 PREFIX = "apnf"
 CLONE_NEWNET = 0x40000000
 SUBNETS = {"front": "10.213.1", "back": "10.213.2"}
+ROOT = Path(__file__).resolve().parents[2]
+DELAY_MS = 200
+LOSS = "0.05"
 
 
 @dataclass(frozen=True)
@@ -50,15 +60,37 @@ def tc(namespace: str, *args: str, check: bool = True) -> subprocess.CompletedPr
     return done
 
 
+def iptables(namespace: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    argv = ["ip", "netns", "exec", namespace, "iptables", "-w", *args]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+    return done
+
+
 def missing_tools() -> list[str]:
-    """What this machine lacks to build the network (root, ip netns, tc, the netem qdisc)."""
+    """What this machine lacks to build the network (root, ip netns, tc; iptables where netem is missing)."""
     problems = []
     if os.geteuid() != 0:
         problems.append("the network harness needs root (ip netns, tc)")
+        return problems
     for tool in ("ip", "tc"):
-        if subprocess.run(["which", tool], capture_output=True).returncode != 0:
+        if shutil.which(tool) is None:
             problems.append(f"`{tool}` is missing (install iproute2)")
+    if not problems and not netem_available() and shutil.which("iptables") is None:
+        problems.append("the kernel has no netem qdisc and `iptables` is missing to delay and lose packets "
+                        "without it: apt-get install iptables")
     return problems
+
+
+def netem_available() -> bool:
+    """Whether the kernel has the netem qdisc, tried on the loopback of a namespace made for the probe."""
+    probe = f"{PREFIX}probe{os.getpid()}"
+    ip("netns", "add", probe)
+    try:
+        return tc(probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms", check=False).returncode == 0
+    finally:
+        ip("netns", "del", probe, check=False)
 
 
 class Network:
@@ -69,6 +101,12 @@ class Network:
         self.hosts = {host.name: host for host in hosts}
         self.bridge_ns = self.ns("br")
         self._netem: bool | None = None
+        self.delayers: dict[tuple[str, str], subprocess.Popen] = {}
+        self.closed = False  # set once removal began: nothing may start in the namespaces any more
+        self.slowed = {"delayed": 0, "lost": 0}  # packets, over every link slowed without netem
+        # One netfilter queue number per link, for the links slowed without netem.
+        self.queues = {(host.name, side): n for n, (host, side) in
+                       enumerate(((h, side) for h in hosts for side in h.links), start=1)}
 
     def ns(self, host: str) -> str:
         return f"{self.prefix}-{host}"
@@ -129,23 +167,60 @@ class Network:
         return "bridge port detached"
 
     def slow(self, host: str, side: str) -> str:
-        """Delay and lose packets on a host's link, both ways; return how.
+        """Delay every packet on a host's link by 200 ms and lose 5%, each way; return how.
 
-        netem delay 200ms loss 5% where the kernel has it, else a token bucket of 256 kbit/s that queues a
-        packet up to 200 ms and drops what would wait longer.
+        `netem delay 200ms loss 5%` on both ends where the kernel has netem. Else, in the bridge namespace,
+        every packet the bridge forwards from or to the link's port passes a chain of its own: an iptables
+        `statistic` match drops one in twenty at random, and the rest go to a netfilter queue that a
+        tests/faults/delay.py process holds 200 ms each before letting them go in order.
         """
         if self.netem():
-            self.impair(host, side, "delay", "200ms", "loss", "5%")
-            return "netem delay 200ms loss 5%"
-        for namespace, device in self._ends(host, side):
-            tc(namespace, "qdisc", "replace", "dev", device, "root", "tbf", "rate", "256kbit", "burst", "4kb",
-               "latency", "200ms")
-        return "tbf 256kbit latency 200ms"
+            self.impair(host, side, "delay", f"{DELAY_MS}ms", "loss", "5%")
+            return f"netem delay {DELAY_MS}ms loss 5%"
+        queue, chain, port = self.queues[(host, side)], self.chain(host, side), self.outer(host, side)
+        delayer = subprocess.Popen(self.exec_argv("br", [sys.executable, "-m", "tests.faults.delay", "--queue",
+                                                         str(queue), "--ms", str(DELAY_MS)]),
+                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.delayers[(host, side)] = delayer
+        said = delayer.stdout.readline().strip()
+        if said != "ready":
+            raise RuntimeError(f"the delay queue {queue} did not start: {said} {delayer.stdout.read()[-1000:]}")
+        iptables(self.bridge_ns, "-N", chain)
+        iptables(self.bridge_ns, "-A", chain, "-m", "statistic", "--mode", "random", "--probability", LOSS,
+                 "-j", "DROP")
+        iptables(self.bridge_ns, "-A", chain, "-j", "NFQUEUE", "--queue-num", str(queue), "--queue-bypass")
+        for way in ("--physdev-in", "--physdev-out"):
+            iptables(self.bridge_ns, "-A", "FORWARD", "-m", "physdev", way, port, "-j", chain)
+        return (f"iptables statistic drop {LOSS} and a netfilter queue held {DELAY_MS}ms "
+                "(tests/faults/delay.py), each way")
+
+    @staticmethod
+    def chain(host: str, side: str) -> str:
+        return f"slow-{side[0]}-{host}"[:28]
 
     def heal(self, host: str, side: str) -> None:
         for namespace, device in self._ends(host, side):
             tc(namespace, "qdisc", "del", "dev", device, "root", check=False)
         ip("link", "set", self.outer(host, side), "master", side, namespace=self.bridge_ns, check=False)
+        delayer = self.delayers.pop((host, side), None)
+        if delayer is not None:
+            chain, port = self.chain(host, side), self.outer(host, side)
+            listed = iptables(self.bridge_ns, "-L", chain, "-n", "-v", "-x", check=False).stdout.splitlines()
+            for line in listed[2:]:
+                fields = line.split()
+                if len(fields) > 2 and fields[0].isdigit():
+                    self.slowed["lost" if fields[2] == "DROP" else "delayed"] += int(fields[0])
+            for way in ("--physdev-in", "--physdev-out"):
+                iptables(self.bridge_ns, "-D", "FORWARD", "-m", "physdev", way, port, "-j", chain, check=False)
+            iptables(self.bridge_ns, "-F", chain, check=False)
+            iptables(self.bridge_ns, "-X", chain, check=False)
+            delayer.terminate()  # lets what it still holds go at once
+            try:
+                delayer.wait(10)
+            except subprocess.TimeoutExpired:
+                delayer.kill()
+                delayer.wait(10)
+            delayer.stdout.close()
 
     def heal_all(self) -> None:
         for host in self.hosts.values():
@@ -155,9 +230,12 @@ class Network:
     # --- processes and removal ----------------------------------------------------------------------
 
     def exec_argv(self, host: str, argv: list[str]) -> list[str]:
+        if self.closed:
+            raise RuntimeError(f"the namespaces {self.prefix}-* are being removed")
         return ["ip", "netns", "exec", self.ns(host), *argv]
 
     def destroy(self) -> None:
+        self.closed = True
         remove(self.prefix)
 
 
