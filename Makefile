@@ -6,8 +6,10 @@ PORT ?= 8000
 # SLOW=1 also runs the long fault and load tests (CI does).
 SLOW ?=
 PYTEST_MARK := $(if $(SLOW),,-m "not slow")
+# Where `make conformance-zipapp` writes the conformance runner as one file.
+ZIPAPP ?= dist/agentprocess-conformance.pyz
 
-.PHONY: run test lint migrate demo clean vendor modules
+.PHONY: run test lint migrate demo clean vendor modules conformance-zipapp
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +41,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var dist
+
+# The conformance runner as one file that needs only Python 3.11, its pure-Python dependencies inside (docs/conformance.md).
+conformance-zipapp: $(VENV)/.installed
+	$(BIN)/python conformance/runner/build_zipapp.py $(ZIPAPP)
 
 # Fetch the vendored browser scripts (static/vendor/) again and check them against their pinned integrity.
 vendor:

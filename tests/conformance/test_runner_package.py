@@ -30,7 +30,7 @@ PACKAGE = RUNNER / "agentprocess_conformance"
 SERVER_SCHEMAS = ROOT / "runs" / "schemas" / "core-2"
 PROTOCOL_SCHEMAS = ROOT.parent / "shared" / "agentprocess" / "schemas" / "core-2"
 # What the runner may import besides the standard library: its declared dependencies.
-THIRD_PARTY = {"requests", "jsonschema", "referencing", "yaml", "rfc8785"}
+THIRD_PARTY = {"yaml", "rfc8785"}
 
 
 def tree(folder: Path, pattern: str) -> dict[str, bytes]:

@@ -7,8 +7,6 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-import requests
-
 from . import __version__, scenarios
 from . import fixtures as fixture_files
 from .config import MCP_VERSIONS, ConfigError, build, read_file
@@ -18,6 +16,7 @@ from .oauth import AuthorizationProblem
 from .report import Printer, as_json, write_json, write_junit
 from .schemas import Ledger, Schemas
 from .transport import VERSIONS
+from .web import HttpError
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE = 0, 1, 2
 # Every other section reads what these two learn (the offered tools and profiles, the published processes).
@@ -103,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     started = now()
     try:
         context = connect(config, schemas, ledger)
-    except (AuthorizationProblem, requests.RequestException, ConfigError, ValueError) as exc:
+    except (AuthorizationProblem, HttpError, ConfigError, ValueError) as exc:
         print(f"cannot reach {config.mcp_url}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     printer = Printer(verbose=arguments.verbose)

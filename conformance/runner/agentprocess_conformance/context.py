@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import requests
-
 from . import exchanges
 from . import fixtures as fixture_files
 from .calls import Caller
@@ -16,6 +14,7 @@ from .people import PersonAdapter, adapter_for
 from .publishing import Publication
 from .schemas import Ledger, Schemas
 from .transport import AUTO, HANDSHAKE_VERSIONS, STATELESS_VERSIONS, BearerRest, McpSession, TransportError
+from .web import HttpError
 
 
 @dataclass
@@ -113,7 +112,7 @@ def mcp_version(config: Config, discovery) -> str:
     probe = McpSession(config.mcp_url, config.home.agents[0], discovery, protocol_version=STATELESS_VERSIONS[0])
     try:
         probe.open()
-    except (TransportError, AuthorizationProblem, requests.RequestException, ValueError):
+    except (TransportError, AuthorizationProblem, HttpError, ValueError):
         return HANDSHAKE_VERSIONS[0]
     return STATELESS_VERSIONS[0]
 
@@ -125,7 +124,7 @@ def connect(config: Config, schemas: Schemas, ledger: Ledger) -> Context:
     try:
         context.discovery = discover(exchanges.session(), config.mcp_url)
     except (AuthorizationProblem, ValueError) as exc:
-        # An unreachable server (requests.ConnectionError) is not caught: nothing could be checked.
+        # An unreachable server (HttpError) is not caught: nothing could be checked.
         if any(isinstance(credential, ClientCredentials) for credential in credentials):
             raise
         # Ready tokens need no token endpoint; the MCP section reports the missing metadata.

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-import requests
+from .web import Response, Session
 
 # How many exchanges are kept in all, and how many a failed check reports.
 KEPT = 400
@@ -60,7 +60,7 @@ class Log:
         with self.lock:
             return self.entries[-1].number if self.entries else 0
 
-    def add(self, response: requests.Response) -> None:
+    def add(self, response: Response) -> None:
         request = response.request
         parts = urlsplit(request.url or "")
         path = parts.path + (f"?{redact_query(parts.query)}" if parts.query else "")
@@ -91,11 +91,9 @@ class Log:
 LOG = Log()
 
 
-def session() -> requests.Session:
-    """A requests session whose every exchange goes into the log."""
-    http = requests.Session()
-    http.hooks["response"].append(lambda response, *args, **kwargs: LOG.add(response))
-    return http
+def session() -> Session:
+    """An HTTP session whose every exchange goes into the log."""
+    return Session(hooks=[LOG.add])
 
 
 def tool_of(body, path: str) -> str | None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
 import rfc8785
 import yaml
+
+from .shipped import data_folder
 
 PROCESS_FILE = "PROCESS.md"
 DELIMITER = "---"
@@ -135,7 +136,7 @@ def parse(text: str, *, path: Path | None = None) -> Fixture:
 
 def bundled_folder(kind: str = "fixtures") -> Path:
     """Return the folder of the fixtures (or probes) shipped with the runner."""
-    return Path(str(resources.files("agentprocess_conformance") / "data" / kind))
+    return data_folder() / kind
 
 
 def load(names, folder: Path | None = None) -> dict[str, Fixture]:

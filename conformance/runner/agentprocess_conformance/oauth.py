@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-import requests
+from .web import Session
 
 TIMEOUT = 30
 CHALLENGE_PARAMETER = re.compile(r'(\w+)="([^"]*)"')
@@ -56,7 +56,7 @@ def well_known(url: str, suffix: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/.well-known/{suffix}{path}", "", ""))
 
 
-def discover(session: requests.Session, resource: str) -> Discovery:
+def discover(session: Session, resource: str) -> Discovery:
     """Find the token endpoint of the resource: the 401 challenge, its RFC 9728 document, then RFC 8414."""
     found = Discovery(resource=resource)
     probe = session.post(resource, json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=TIMEOUT,
@@ -100,7 +100,7 @@ class ClientCredentials:
     client_secret: str
     scope: str | None = None
 
-    def token(self, session: requests.Session, discovery: Discovery, *, resource: str | None) -> str:
+    def token(self, session: Session, discovery: Discovery, *, resource: str | None) -> str:
         data = {"grant_type": "client_credentials"}
         scope = self.scope or discovery.scope
         if scope:
@@ -126,5 +126,5 @@ class BearerToken:
 
     value: str
 
-    def token(self, session: requests.Session, discovery: Discovery | None, *, resource: str | None) -> str:
+    def token(self, session: Session, discovery: Discovery | None, *, resource: str | None) -> str:
         return self.value

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import requests
-
 from . import exchanges, publishing
 from . import fixtures as fixture_files
 from .config import Config
@@ -18,6 +16,7 @@ from .context import mcp_version
 from .oauth import AuthorizationProblem, ClientCredentials, discover
 from .people import adapter_for
 from .transport import McpSession, TransportError
+from .web import HttpError
 
 OK, NOTE, PROBLEM = "ok", "note", "PROBLEM"
 PROBE_FIXTURE = "support-escalation"
@@ -30,8 +29,8 @@ def findings(config: Config) -> Iterator[tuple[str, str]]:
     try:
         answer = http.post(config.mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30,
                            headers={"Accept": "application/json, text/event-stream"})
-    except requests.RequestException as exc:
-        yield PROBLEM, f"url: cannot reach {config.mcp_url} ({type(exc).__name__}): start the server, or correct url"
+    except HttpError as exc:
+        yield PROBLEM, f"url: cannot reach {config.mcp_url} ({exc.reason}): start the server, or correct url"
         return
     if answer.status_code == 404:
         yield PROBLEM, f"url: {config.mcp_url} answered 404: give the MCP endpoint (e.g. https://host/mcp) as url"
@@ -42,7 +41,7 @@ def findings(config: Config) -> Iterator[tuple[str, str]]:
     try:
         discovery = discover(http, config.mcp_url)
         yield OK, f"token endpoint: {discovery.token_endpoint} (found through RFC 9728 and RFC 8414)"
-    except (AuthorizationProblem, requests.RequestException, ValueError) as exc:
+    except (AuthorizationProblem, HttpError, ValueError) as exc:
         if any(isinstance(credential, ClientCredentials) for credential in credentials):
             yield PROBLEM, (f"token endpoint: {exc}: publish the metadata, or give the agents as ready tokens "
                             "(agents: [{token: …}])")
@@ -66,7 +65,7 @@ def agents(config: Config, discovery) -> Iterator[tuple[str, str]]:
     for where, credential in named:
         try:
             credential.token(exchanges.session(), discovery, resource=config.mcp_url)
-        except (AuthorizationProblem, requests.RequestException, ValueError, AttributeError) as exc:
+        except (AuthorizationProblem, HttpError, ValueError, AttributeError) as exc:
             yield PROBLEM, (f"{where}: no token: {exc}: check client_id and client_secret (the reference server's "
                             "`manage.py add_agent NAME` prints both)")
             continue
@@ -80,7 +79,7 @@ def describing(config: Config, discovery, version: str):
                          http=exchanges.session())
     try:
         envelope = session.call_tool("describe", {})
-    except (TransportError, AuthorizationProblem, requests.RequestException, ValueError) as exc:
+    except (TransportError, AuthorizationProblem, HttpError, ValueError) as exc:
         yield PROBLEM, f"describe: agents[0] cannot call it over MCP: {exc}"
         return {}
     if not envelope.ok or not isinstance(envelope.data, dict):
@@ -136,7 +135,7 @@ def other_organization(config: Config, discovery, version: str) -> Iterator[tupl
                              http=exchanges.session())
         try:
             envelope = session.call_tool("list_processes", {})
-        except (TransportError, AuthorizationProblem, requests.RequestException, ValueError) as exc:
+        except (TransportError, AuthorizationProblem, HttpError, ValueError) as exc:
             yield PROBLEM, f"{where}: list_processes over MCP failed: {exc}"
             return
         seen[where] = envelope.data
@@ -184,10 +183,10 @@ def profiles_and_timers(config: Config, describe: dict) -> Iterator[tuple[str, s
             try:
                 answer = exchanges.session().get(url, timeout=30)
                 if answer.status_code >= 500:
-                    raise requests.RequestException(f"HTTP {answer.status_code}")
+                    raise HttpError(url, f"HTTP {answer.status_code}")
                 yield OK, f"check_evaluator: {url} answers (HTTP {answer.status_code})"
-            except requests.RequestException as exc:
-                yield PROBLEM, (f"check_evaluator: {url} does not answer ({exc}): start the evaluator the server's "
+            except HttpError as exc:
+                yield PROBLEM, (f"check_evaluator: {url} does not answer ({exc.reason}): start the evaluator the server's "
                                 "CHECK_EVALUATOR_URL names")
     else:
         yield NOTE, ("profiles: check-1 is not advertised, so its checks skip (the reference server offers it when "

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-
 from .exchanges import LOG
+from .shipped import data_folder
+from .validator import Registry, Validator
 
 TOOLS = (
     "describe",
@@ -35,7 +33,7 @@ SHOWN_VIOLATIONS = 3
 
 
 def schema_folder() -> Path:
-    return Path(str(resources.files("agentprocess_conformance") / "data" / "schemas" / "core-2"))
+    return data_folder() / "schemas" / "core-2"
 
 
 class Schemas:
@@ -43,26 +41,29 @@ class Schemas:
 
     def __init__(self, folder: Path | None = None):
         self.folder = folder or schema_folder()
-        registry = Registry()
+        self.registry = Registry()
         for path in sorted(self.folder.rglob("*.json")):
             document = json.loads(path.read_text(encoding="utf-8"))
             if "$id" in document:
-                registry = registry.with_resource(document["$id"], Resource.from_contents(document))
-        self.registry = registry
-        self.validators: dict[str, Draft202012Validator] = {}
+                self.registry.add(document)
+        self.validators: dict[str, Validator] = {}
 
-    def validator(self, name: str) -> Draft202012Validator:
+    def validator(self, name: str) -> Validator:
         """Return the validator of `<tool>.result`, `<tool>.arguments` or a shared shape such as `tool-error`."""
         if name not in self.validators:
             relative = f"tools/{name}.json" if "." in name else f"{name}.json"
             document = json.loads((self.folder / relative).read_text(encoding="utf-8"))
-            self.validators[name] = Draft202012Validator(document, registry=self.registry)
+            self.validators[name] = Validator(document, registry=self.registry)
         return self.validators[name]
 
     def problems(self, name: str, instance) -> list[str]:
         """Return every way instance breaks the schema, each as `path: message`."""
-        errors = sorted(self.validator(name).iter_errors(instance), key=lambda error: list(error.absolute_path))
-        return [f"{_path(error.absolute_path)}: {error.message[:300]}" for error in errors]
+        errors = sorted(self.validator(name).iter_errors(instance), key=lambda error: _sortable(error.path))
+        return [f"{_path(error.path)}: {error.message[:300]}" for error in errors]
+
+
+def _sortable(parts) -> list[tuple]:
+    return [(0, part, "") if isinstance(part, int) else (1, 0, part) for part in parts]
 
 
 def _path(parts) -> str:

@@ -19,10 +19,9 @@ import itertools
 import json
 from dataclasses import dataclass, field
 
-import requests
-
 from . import __version__, exchanges
 from .oauth import BearerToken, ClientCredentials, Discovery
+from .web import Response, Session
 
 TIMEOUT = 60
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18")
@@ -99,7 +98,7 @@ class McpSession:
     """An MCP client over Streamable HTTP for one identity: handshake once (or, stateless, not), then `tools/call`."""
 
     def __init__(self, url: str, credential: ClientCredentials | BearerToken | None, discovery: Discovery | None, *,
-                 protocol_version: str = HANDSHAKE_VERSIONS[0], http: requests.Session | None = None,
+                 protocol_version: str = HANDSHAKE_VERSIONS[0], http: Session | None = None,
                  headers: dict[str, str] | None = None):
         self.url = url
         self.extra_headers = headers or {}
@@ -139,7 +138,7 @@ class McpSession:
     def authenticate(self) -> None:
         self.token = self.credential.token(self.http, self.discovery, resource=self.url)
 
-    def post(self, message: dict) -> requests.Response:
+    def post(self, message: dict) -> Response:
         if self.token is None and self.credential is not None:
             self.authenticate()
         response = self.http.post(self.url, json=message, headers=self.headers(message), timeout=TIMEOUT)
@@ -177,7 +176,7 @@ class McpSession:
             self.facts.result_types.append(answer["result"].get("resultType"))
         return answer["result"]
 
-    def read(self, response: requests.Response, message_id: int) -> dict:
+    def read(self, response: Response, message_id: int) -> dict:
         kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if kind == "text/event-stream":
             messages = parse_sse(response.text)
@@ -267,7 +266,7 @@ class McpSession:
 class RestSession:
     """The REST form of the tools: `POST <tools URL><tool>` with the arguments as the JSON body."""
 
-    def __init__(self, tools_url: str, http: requests.Session, headers: dict[str, str] | None = None):
+    def __init__(self, tools_url: str, http: Session, headers: dict[str, str] | None = None):
         self.tools_url = tools_url if tools_url.endswith("/") else tools_url + "/"
         self.http = http
         self.extra_headers = headers or {}
@@ -285,7 +284,7 @@ class BearerRest(RestSession):
     """REST with an agent's bearer token, taking a new one when it expires."""
 
     def __init__(self, tools_url: str, credential: ClientCredentials | BearerToken, discovery: Discovery | None,
-                 http: requests.Session | None = None):
+                 http: Session | None = None):
         super().__init__(tools_url, http or exchanges.session())
         self.credential = credential
         self.discovery = discovery
