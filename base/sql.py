@@ -5,7 +5,7 @@ more than the database does. These helpers keep what Django would do (column nam
 value converters and parameter adaptation) with a fixed statement text, built once per process.
 
 Everything here stands on public APIs. On PostgreSQL a write's UPDATEs and INSERTs go together: as one
-statement of data-modifying `WITH` queries (`one_statement`), bound on the server and prepared by
+statement of data-modifying `WITH` queries (`base.joining`), bound on the server and prepared by
 psycopg once its text has run `prepare_threshold` times on a connection (settings.DATABASES OPTIONS),
 or, when larger than psycopg keeps parsed, as one simple query with each statement's values bound on
 the client by psycopg's ClientCursor.mogrify. Several SELECTs go as one simple query the same way; a
@@ -19,7 +19,7 @@ for the two to four statements a write sends together, more than the server's pl
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import datetime as dt
 import functools
 import operator
@@ -28,17 +28,20 @@ from contextlib import contextmanager
 
 import psycopg
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import JSONField
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import fields as model_fields
 from psycopg import pq
 
-from base import backend
+from base import backend, joining
 
 
 class _Pending(threading.local):
     statements: list | None = None
     updates: dict | None = None  # (model, key): [its place in `statements`, the changes so far]
+    optimistic: bool = False  # inside `optimistic()`: no transaction, the batch applied only past its guard
+    guard: tuple | None = None  # (text, params) of the guarding UPDATE ... RETURNING, once `guard()` set it
+    after: list | None = None  # what `on_commit` holds until the guarded batch is applied
+    sending: bool = False
 
 
 _pending = _Pending()
@@ -55,13 +58,17 @@ def deferred():
     if _pending.statements is not None:
         yield
         return
-    _pending.statements, _pending.updates = [], {}
+    _pending.statements, _pending.updates, _pending.guard = [], {}, None
     try:
         yield
         statements, _pending.statements = _pending.statements, None
-        _send(statements)
+        guard, _pending.guard = _pending.guard, None
+        if _pending.optimistic:
+            _send_guarded(guard, statements)
+        else:
+            _send(statements)
     finally:
-        _pending.statements = _pending.updates = None
+        _pending.statements = _pending.updates = _pending.guard = None
 
 
 @contextmanager
@@ -72,6 +79,9 @@ def _batched(statements):
     are bound on the client, as psycopg's ClientCursor.mogrify writes them, and the joined text goes
     with no parameters of its own. Its results come one after another (`nextset`).
     """
+    if _pending.optimistic and not _pending.sending:
+        for text, _params in statements:
+            _refuse_unless_read(text)
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
     raw = psycopg.ClientCursor(db.connection)
@@ -115,7 +125,7 @@ def _send(statements: list) -> None:
         return
     if postgres() and len(statements) > 1:
         if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
-            text, params = one_statement(statements)
+            text, params = joining.one_statement(statements)
             if len(text) <= ONE_STATEMENT_TEXT:
                 with connection.cursor() as cursor:
                     cursor.execute(text, params)
@@ -128,38 +138,119 @@ def _send(statements: list) -> None:
             cursor.execute(text, params)
 
 
-def one_statement(statements: list) -> tuple[str, list]:
-    """Several UPDATEs and INSERTs (no RETURNING), (text, params) each, as one statement.
+# --- writes without a transaction block ----------------------------------------------------------
 
-    Each becomes a data-modifying `WITH` query, so the batch is one round trip, bound on the server and
-    prepared like any statement sent alone once its text repeats (a write's shape does). PostgreSQL
-    runs every part to completion with one snapshot, in an order of its own, and checks foreign keys at
-    the end of the statement: the parts must not read or change the same rows (a write's batch never
-    does: each row it writes, it writes once, and it reads nothing back). Rows inserted into one table
-    with the same columns go as one INSERT of several rows, so their keys follow the order they were
-    written in.
+
+class Moved(Exception):
+    """The row guarding an optimistic write changed after it was read: nothing was written; read again."""
+
+
+class NeedsLock(Exception):
+    """An optimistic write asked for something only a transaction gives (a write sent at once, a key
+    returned by an INSERT, a lock): nothing was written; do it again in a transaction."""
+
+
+@contextmanager
+def optimistic():
+    """Reads and decisions in autocommit, the write applied by one statement past a guard.
+
+    Inside, wrap the write in `deferred()` and make one `guard()` before its end: the batch then goes as
+    one statement whose every part runs only if the guard's UPDATE found its row as it was read, which
+    that UPDATE changes, so a concurrent twin that read the same row fails its own guard. A guard that
+    finds nothing raises `Moved`, and nothing of the batch is written. Any statement that would write at
+    once, and any lock, raises `NeedsLock` before it is sent; `on_commit` callbacks run only once the
+    batch is applied. PostgreSQL only: each statement is atomic on its own, and its data-modifying
+    `WITH` queries see the guard's RETURNING. Inside a caller's transaction it all goes in a savepoint,
+    so whatever fails leaves that transaction usable, and the callbacks wait for its commit.
     """
-    merged: dict[str, list] = {}  # statement text: [text, params, rows]
-    for text, params in statements:
-        if text.startswith("INSERT ") and text.endswith(")") and " RETURNING " not in text:
-            found = merged.get(text)
-            if found is not None:
-                found[1] = [*found[1], *params]
-                found[2] += 1
-                continue
-        merged[text if text.startswith("INSERT ") else f"{len(merged)}:{text}"] = [text, list(params), 1]
-    parts, values = [], []
-    for text, params, rows in merged.values():
-        if rows > 1:
-            head, _sep, row = text.rpartition(" VALUES ")
-            text = f"{head} VALUES {', '.join([row] * rows)}"
-        parts.append(f"w{len(parts)} AS ({text})")
-        values.extend(params)
-    return f"WITH {', '.join(parts)} SELECT 1", values
+    if _pending.optimistic or _pending.statements is not None:
+        raise NeedsLock("an optimistic write cannot nest in another write")
+    outer = connection.in_atomic_block
+    _pending.optimistic, _pending.after = True, []
+    try:
+        # In a caller's transaction, a savepoint: whatever fails inside leaves that transaction usable.
+        with transaction.atomic() if outer else contextlib.nullcontext(), connection.execute_wrapper(_refuse_writes):
+            yield
+        after = _pending.after
+    finally:
+        _pending.optimistic, _pending.after = False, None
+    for callback in after:
+        # Inside a caller's transaction the batch is applied only when that commits.
+        transaction.on_commit(callback) if outer else callback()
 
 
-def execute(text: str, params: list) -> None:
-    """Run one statement that returns no rows; inside `deferred()` it joins the write's batch."""
+def on_commit(callback) -> None:
+    """Run `callback` once the current write is applied: transaction.on_commit, or after an optimistic batch."""
+    if _pending.optimistic:
+        _pending.after.append(callback)
+    else:
+        transaction.on_commit(callback)
+
+
+def guard(model, pk, changes: dict, expected: dict) -> None:
+    """The UPDATE of one row by key that the batch depends on, applied only where `expected` still holds
+    ({field name: value as read}). Outside `optimistic()` a plain `update`: the row's lock guards it."""
+    if not _pending.optimistic:
+        update(model, pk, changes)
+        return
+    if _pending.guard is not None:
+        raise NeedsLock("an optimistic write has one guard")
+    statement, fields = _update_statement(model, tuple(changes))
+    db = connections[DEFAULT_DB_ALIAS]
+    params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
+    quote = backend.quote_name
+    checks = "".join(f" AND {quote(model._meta.get_field(name).column)} = %s" for name in expected)
+    params += [pk, *(_db_value(model._meta.get_field(name), value, db) for name, value in expected.items())]
+    _pending.guard = (f"{statement}{checks} RETURNING 1", params)
+
+
+def _refuse_unless_read(text: str) -> None:
+    if not joining.only_reads(text):
+        raise NeedsLock(f"an optimistic write sends reads only until its batch: {text[:60]!r}")
+
+
+def _refuse_writes(execute, text, params, many, context):
+    if not _pending.sending:
+        _refuse_unless_read(text)
+    return execute(text, params, many, context)
+
+
+def _send_guarded(guard_statement, batch: list) -> None:
+    if not batch and guard_statement is None:
+        return
+    if guard_statement is None:
+        raise NeedsLock("an optimistic write changed rows without a guard")
+    guard_text, guard_params = guard_statement
+    try:
+        text, params = joining.guarded_statement(guard_text, guard_params, batch)
+    except joining.NotGuardable as refused:
+        raise NeedsLock(str(refused)) from None
+    _pending.sending = True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(text, params)
+            (applied,) = cursor.fetchone()
+    finally:
+        _pending.sending = False
+    if not applied:
+        raise Moved("the guarding row changed since it was read")
+
+
+def is_optimistic() -> bool:
+    """Whether the current write runs inside `optimistic()`: its reads take no lock."""
+    return _pending.optimistic
+
+
+def execute(text: str, params: list, *, guardable: bool = False) -> None:
+    """Run one statement that returns no rows; inside `deferred()` it joins the write's batch.
+
+    `guardable`: an UPDATE whose WHERE still means what it says with ` AND <condition>` appended (no
+    top-level OR), so it can join an optimistic write's batch (`optimistic`).
+    """
+    if guardable:
+        if not text.startswith("UPDATE ") or " RETURNING " in text:
+            raise ValueError("only an UPDATE that returns nothing can be guarded")
+        joining.GUARDABLE_UPDATES.add(text)
     _execute(text, params)
 
 
@@ -187,20 +278,30 @@ def columns(model, alias: str) -> str:
 
 @functools.cache
 def _converters(model) -> list:
+    """Each concrete field's column and converters, in field order."""
     plan = []
     for field in model._meta.concrete_fields:
         plan.append(backend.column_converters(field, model._meta.db_table, connection))
     return plan
 
 
+@functools.cache
+def _converted(model) -> tuple:
+    """The columns that have converters, (position, column, converters) each: most have none."""
+    return tuple((i, col, converters) for i, (col, converters) in enumerate(_converters(model)) if converters)
+
+
 def convert(model, values, db=None) -> list:
     """Turn raw column values (as the driver returned them) into Python values, as the ORM would."""
+    if len(values) != len(_converters(model)):
+        raise ValueError(f"{model.__name__} has {len(_converters(model))} columns, the row {len(values)}")
     db = db or connections[DEFAULT_DB_ALIAS]  # the wrapper itself: each converter reads it without the proxy
-    out = []
-    for (col, converters), value in zip(_converters(model), values, strict=True):
+    out = list(values)
+    for i, col, converters in _converted(model):
+        value = out[i]
         for converter in converters:
             value = converter(value, col, db)
-        out.append(value)
+        out[i] = value
     return out
 
 
@@ -235,6 +336,7 @@ def _update_statement(model, names: tuple) -> tuple[str, list]:
     fields = [model._meta.get_field(name) for name in names]
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     statement = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
+    joining.GUARDABLE_UPDATES.add(statement)
     return statement, [(field, _passes(field)) for field in fields]
 
 
@@ -265,13 +367,30 @@ def _update(model, pk, changes: dict) -> tuple[str, list]:
 
 
 def _insert_values(obj, fields, db) -> list:
-    for field, _kind in fields:
+    getter, relations, own_pre_save = _insert_plan(type(obj), tuple(field for field, _kind in fields))
+    for field in relations:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
-        if field.is_relation and getattr(obj, field.attname) is None:
+        if getattr(obj, field.attname) is None:
             related = backend.cached_related(field, obj)
             if related is not None and related.pk is not None:
-                setattr(obj, field.attname, related.pk)
-    return [_prep(field, kind, field.pre_save(obj, True), db) for field, kind in fields]
+                setattr(obj, field.name, related)  # as save() does: the key taken, the instance kept
+    values = list(getter(obj))
+    for i, field in own_pre_save:
+        values[i] = field.pre_save(obj, True)
+    return [_prep(field, kind, value, db) for (field, kind), value in zip(fields, values, strict=True)]
+
+
+@functools.cache
+def _insert_plan(model, fields: tuple) -> tuple:
+    """How an INSERT of `fields` reads an instance of `model`: all their attributes at once (in C), then
+    `pre_save` only for the fields whose class makes it more than reading the attribute (auto_now ones)."""
+    names = [field.attname for field in fields]
+    getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
+    relations = tuple(field for field in fields if field.is_relation)
+    own_pre_save = tuple(
+        (i, field) for i, field in enumerate(fields) if type(field).pre_save is not model_fields.Field.pre_save
+    )
+    return getter, relations, own_pre_save
 
 
 def _db_value(field, value, db):
@@ -337,6 +456,8 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
     )
     if returning:
         statement += f" RETURNING {quote(model._meta.pk.column)}"
+    else:
+        joining.CAST_ROWS[statement] = f"({', '.join(f'CAST(%s AS {f.db_type(connection)})' for f in fields)})"
     return statement, [(field, _passes(field)) for field in fields]
 
 
@@ -389,6 +510,24 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
     return f"SELECT nextval('{name}') FROM generate_series(1, %s)", [count]
 
 
+def reserve_keys(groups) -> bool:
+    """Give each group of new instances (one model each) keys from its sequence, all in one round trip,
+    so they can be INSERTed with the write's other statements; False, giving none, where keys come only
+    from the INSERT (SQLite)."""
+    if not postgres():
+        return False
+    found = fetch_many([next_ids(type(objs[0]), len(objs)) for objs in groups])
+    for objs, rows in zip(groups, found, strict=True):
+        for obj, (key,) in zip(objs, rows, strict=True):
+            obj.pk = key
+    return True
+
+
+def batching() -> bool:
+    """Whether statements sent through here now wait for a write's batch (`deferred`)."""
+    return _pending.statements is not None
+
+
 def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     if postgres() and len(statements) > 1:
@@ -430,90 +569,3 @@ def select_many(queries, *, raw=()) -> list[list]:
 def select(model, where: str, params, *, suffix: str = "") -> list:
     """Instances of `model` from `SELECT <its columns> FROM <its table> t WHERE <where> <suffix>`."""
     return select_many([(model, where, params, suffix)])[0]
-
-
-# --- what a write saves ---------------------------------------------------------------------------
-
-
-@functools.cache
-def written_fields(model) -> tuple[str, ...]:
-    """Every column of `model` a write may change: each concrete field but the key, as the model says."""
-    return tuple(field.attname for field in model._meta.concrete_fields if not field.primary_key)
-
-
-@functools.cache
-def _values(model):
-    """A function reading the written fields of an instance of `model` as a tuple (operator.attrgetter, in C)."""
-    names = written_fields(model)
-    getter = operator.attrgetter(*names)
-    return getter if len(names) > 1 else (lambda obj: (getter(obj),))
-
-
-@functools.cache
-def _json_positions(model) -> tuple[int, ...]:
-    """Where in `written_fields(model)` the JSON fields are: the only values a write can change in place."""
-    written = [field for field in model._meta.concrete_fields if not field.primary_key]
-    return tuple(i for i, field in enumerate(written) if isinstance(field, JSONField))
-
-
-def _copy(value):
-    """A copy of a JSON value (dicts, lists and scalars), made without deepcopy's general machinery."""
-    kind = type(value)
-    if kind is dict:
-        return {key: _copy(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy(item) for item in value]
-    return value if kind in _SCALARS else copy.deepcopy(value)
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _kept(model, values: tuple, by_identity: frozenset) -> tuple:
-    """`values` as they are to be kept: JSON ones copied (but those compared by identity)."""
-    positions = _json_positions(model)
-    if not positions:
-        return values
-    kept = list(values)
-    names = written_fields(model)
-    for i in positions:
-        value = kept[i]
-        if (type(value) is dict or type(value) is list) and names[i] not in by_identity:
-            kept[i] = _copy(value)
-    return tuple(kept)
-
-
-def remember(obj, *, by_identity: frozenset = frozenset()):
-    """Keep an instance's values as loaded, so `changes` can tell what a write altered; return it.
-
-    JSON values are copied, so a change made in place still shows. A field in `by_identity` is
-    compared by identity instead (a large document a write only ever replaces, never alters).
-    """
-    model = type(obj)
-    obj.loaded_values = _kept(model, _values(model)(obj), by_identity)
-    obj.loaded_by_identity = by_identity
-    return obj
-
-
-def changes(obj) -> dict:
-    """The fields of a remembered instance that differ from what was loaded, now remembered as saved.
-
-    An instance never remembered has every field changed.
-    """
-    model = type(obj)
-    names = written_fields(model)
-    now = _values(model)(obj)
-    loaded = getattr(obj, "loaded_values", None)
-    if loaded is None:
-        return dict(zip(names, now, strict=True))
-    by_identity = obj.loaded_by_identity
-    if not by_identity and now == loaded:
-        return {}  # the common case, compared in C
-    found = {
-        name: value
-        for name, value, before in zip(names, now, loaded, strict=True)
-        if value is not before and (name in by_identity or value != before)
-    }
-    if found:
-        obj.loaded_values = _kept(model, now, by_identity)
-    return found

@@ -17,7 +17,8 @@ layer of the write path, and once with that layer's reads and writes done by the
 (bench/orm_store.py), and prints the two side by side.
 
 `--profile SCENARIO` runs that scenario under cProfile after the measurement (with `--orm`, through
-the ORM) and prints the functions with the most time of their own and with the most time under them.
+the ORM) and prints the functions with the most time of their own and with the most time under them;
+`--profile-out FILE` also writes the whole profile to FILE (`python -m pstats FILE`).
 """
 
 from __future__ import annotations
@@ -190,6 +191,7 @@ def main() -> None:
     parser.add_argument("--orm", action="store_true", help="measure the plain ORM beside base.sql, taking turns")
     parser.add_argument("--count", type=int, default=10, help="runs of each scenario whose round trips are counted")
     parser.add_argument("--profile", choices=sorted(SCENARIOS), help="profile this scenario afterwards")
+    parser.add_argument("--profile-out", metavar="FILE", help="also write the profile to FILE, for pstats or snakeviz")
     parser.add_argument("--database", default="bench_inproc", help="the database to create (dropped first)")
     args = parser.parse_args()
 
@@ -265,6 +267,8 @@ def main() -> None:
             for _ in range(args.iterations):
                 SCENARIOS[args.profile](caller)
             profiler.disable()
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         for order in ("tottime", "cumulative"):
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(30)

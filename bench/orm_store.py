@@ -9,9 +9,11 @@ as it is, so the two are measured on the same code (`bench/inproc.py --orm`):
 - a changed row is saved with `save(update_fields=[the fields it changed])`, a new one with `save()`, or
   `bulk_create` when several of one model are new; the keys come back from the INSERT;
 - each statement is its own round trip: nothing is held back to go with others, and no keys are
-  reserved ahead from a sequence.
+  reserved ahead from a sequence;
+- a write to a run locks it in a transaction, as `select_for_update()` asks: there is no optimistic
+  form (`base.sql.optimistic` refuses at once, so the write takes the locked path).
 
-What changed in a row is still told by base.sql's `changes`, which the ORM has no counterpart for;
+What changed in a row is still told by base.tracked's `changes`, which the ORM has no counterpart for;
 the statements the code writes as text (the published-version lookup, get_work's queries, a notice's
 UPDATE) run as they are, each on its own. A read whose condition is not one of the forms below is left
 to base.sql, and counted in `LEFT_TO_THE_LAYER`, so a new form shows instead of skewing the figures.
@@ -29,12 +31,13 @@ from django.apps import apps
 from django.db import connection
 from django.db.models import Subquery
 
-from base import sql
+from base import sql, tracked
 
-# What the ORM replaces, by name; `changes` only marks which instance its fields were read from.
+# What the ORM replaces in base.sql, by name; base.tracked's `changes` is wrapped only to mark which
+# instance its fields were read from.
 REPLACED = (
     "select_many", "select", "fetch_many", "execute", "insert", "insert_later", "update", "deferred",
-    "next_ids", "changes",
+    "next_ids", "reserve_keys", "guard", "optimistic",
 )
 
 LEFT_TO_THE_LAYER: Counter = Counter()
@@ -48,12 +51,15 @@ _CONDITION = re.compile(r't\.(\w+)(?: \+ 0)? = (?:%s|\(SELECT (\w+) FROM "?(\w+)
 def plain_orm():
     """Run what is inside with base.sql's reads and writes done by the plain ORM."""
     layer = {name: getattr(sql, name) for name in REPLACED}
+    layer["changes"] = tracked.changes
     replacements = _replacements(layer)
+    tracked.changes = replacements.pop("changes")
     for name, function in replacements.items():
         setattr(sql, name, function)
     try:
         yield
     finally:
+        tracked.changes = layer.pop("changes")
         for name, function in layer.items():
             setattr(sql, name, function)
 
@@ -100,6 +106,11 @@ def _replacements(layer: dict) -> dict:
     def select(model, where: str, params, *, suffix: str = "") -> list:
         return select_many([(model, where, params, suffix)])[0]
 
+    @contextlib.contextmanager
+    def optimistic():
+        raise sql.NeedsLock("the plain ORM locks the run")
+        yield  # a generator, as contextmanager needs
+
     return {
         "select_many": select_many,
         "select": select,
@@ -111,6 +122,9 @@ def _replacements(layer: dict) -> dict:
         "deferred": contextlib.nullcontext,
         "next_ids": lambda model, count=1: None,  # keys come from each INSERT, as on SQLite
         "changes": changes,
+        "reserve_keys": lambda groups: False,  # as on SQLite: the INSERTs give the keys
+        "guard": lambda model, pk, changes, expected: update(model, pk, changes),  # under the run's lock
+        "optimistic": optimistic,
     }
 
 
@@ -123,7 +137,7 @@ def fetch_many(statements) -> list[list[tuple]]:
     return results
 
 
-def execute(text: str, params: list) -> None:
+def execute(text: str, params: list, *, guardable: bool = False) -> None:
     with connection.cursor() as cursor:
         cursor.execute(text, params)
 

@@ -265,6 +265,9 @@ IDP_OIDC_PRIVATE_KEY = os.environ.get("IDP_OIDC_PRIVATE_KEY", "").replace("\\n",
 # A validated access token is remembered this many seconds per process (0: never); whatever ends a token
 # takes effect in every other process within this bound (accounts/token_memo.py).
 TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 5)
+# On PostgreSQL a write to a run reads without the run's lock and is applied by one statement only if
+# the run is unchanged since (runs/idempotency.py); off, every write locks the run in a transaction.
+OPTIMISTIC_WRITES = env_bool("OPTIMISTIC_WRITES", True)
 IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
 # Opaque tokens are checked with one indexed lookup of their hash, and revoking one takes effect at once.
 IDP_OIDC_ACCESS_TOKEN_FORMAT = "opaque"

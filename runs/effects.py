@@ -9,8 +9,6 @@ adds no round trip.
 
 from __future__ import annotations
 
-from django.db import transaction
-
 from base import metrics, sql
 
 from . import live, notices, search
@@ -34,11 +32,11 @@ def record(txn: LoadedRun, saved: Saved) -> None:
     for step_id, _attempt in txn.notices:
         owed += notices.record_overdue(run=run, row=txn.steps[step_id], now=txn.now)
     if owed:
-        transaction.on_commit(_send_email(run.pk))
+        sql.on_commit(_send_email(run.pk))
     seen = [key for item in [*txn.new_items, *saved.closed] for key in live.audience(item)]
     live.touch(live.run(run.organization_id, run.pk), *seen)
     if saved.started or saved.ended:
-        transaction.on_commit(_count(run, started=saved.started, ended=saved.ended))
+        sql.on_commit(_count(run, started=saved.started, ended=saved.ended))
 
 
 def _send_email(run_id: int):

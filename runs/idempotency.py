@@ -1,7 +1,9 @@
 """Every write is done once per requestId (spec §4): its result is recorded with it, and a replay returns it.
 
-A write runs in one transaction; a write to a run looks its requestId up again under the run's lock,
-so a concurrent twin that committed first is found and its result returned.
+A write runs in one transaction, or, for a write to a run on PostgreSQL, as reads in autocommit and one
+guarded statement (`_optimistically`). A write to a run looks its requestId up with the run, under its
+lock or again after a guard found the run moved, so a concurrent twin that committed first is found
+and its result returned.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import functools
 import hashlib
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.identity import Identity
@@ -96,21 +99,11 @@ def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=())
         if found:
             return _replay(found[0], write)
     try:
-        # The write's UPDATEs and INSERTs, its record among them, go to the database together.
-        with transaction.atomic(), sql.deferred():
-            outcome: Outcome = perform(write)
-            if outcome.error is None:
-                stored = {"data": outcome.data}
-                if outcome.lease:
-                    stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
-                sql.insert_later(IdempotencyRecord(
-                    organization=identity.organization,
-                    request_id=write.request_id,
-                    tool=tool,
-                    fingerprint=write.fingerprint,
-                    result=stored,
-                    run=outcome.run,
-                ))
+        outcome = _optimistically(write, perform) if tool in RUN_WRITES and optimistic_writes() else None
+        if outcome is None:
+            # The write's UPDATEs and INSERTs, its record among them, go to the database together.
+            with transaction.atomic(), sql.deferred():
+                outcome = _performed(write, perform)
     except Replayed as replayed:
         return replayed.data
     except IntegrityError:
@@ -121,6 +114,47 @@ def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=())
     if outcome.error is not None:
         raise outcome.error
     return outcome.data
+
+
+def _performed(write: Write, perform) -> Outcome:
+    outcome: Outcome = perform(write)
+    if outcome.error is None:
+        stored = {"data": outcome.data}
+        if outcome.lease:
+            stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
+        sql.insert_later(IdempotencyRecord(
+            organization=write.identity.organization,
+            request_id=write.request_id,
+            tool=write.tool,
+            fingerprint=write.fingerprint,
+            result=stored,
+            run=outcome.run,
+        ))
+    return outcome
+
+
+# How often a write to a run is read and decided again when another write to the run came between.
+OPTIMISTIC_ATTEMPTS = 3
+
+
+def optimistic_writes() -> bool:
+    """Whether writes to a run go without a transaction block (settings.OPTIMISTIC_WRITES, PostgreSQL)."""
+    return settings.OPTIMISTIC_WRITES and sql.postgres()
+
+
+def _optimistically(write: Write, perform) -> Outcome | None:
+    """The write read and decided in autocommit and applied by one statement, if the run's revision is
+    still the one read (base.sql.optimistic); read again when it moved. None when it must take the run's
+    lock instead: another write kept moving the run, or the write needs what only a transaction gives."""
+    for _attempt in range(OPTIMISTIC_ATTEMPTS):
+        try:
+            with sql.optimistic(), sql.deferred():
+                return _performed(write, perform)
+        except sql.Moved:
+            continue
+        except sql.NeedsLock:
+            return None
+    return None
 
 
 def once_checked(identity: Identity, tool: str, arguments: dict, perform) -> dict:

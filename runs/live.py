@@ -21,7 +21,8 @@ import time
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import transaction
+
+from base import sql
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +80,10 @@ def audience(work_item) -> list[str]:
 
 
 def touch(*keys: str) -> None:
-    """Give these stamps new tokens once the current transaction commits (at once outside one)."""
+    """Give these stamps new tokens once the current write is applied (at once outside one)."""
     keys = tuple(dict.fromkeys(keys))
     if keys:
-        transaction.on_commit(lambda: _renew(keys))
+        sql.on_commit(lambda: _renew(keys))
 
 
 def _renew(keys) -> None:

@@ -51,6 +51,9 @@ class Run(Stateful):
     # Run data exactly as the protocol shows it (spec §3.1), without the signed file URLs.
     data = models.JSONField(default=dict)
     seq = models.PositiveIntegerField(default=0)
+    # One more at every save of the run (runs.store.save): a write made without the run's lock is
+    # applied only if this is still the value it read (base.sql.optimistic).
+    revision = models.BigIntegerField(default=0)
     # Set once an event is held for this run; until then no query looks for held events.
     holds_events = models.BooleanField(default=False)
     # The earliest moment time alone changes this run (a lease ends, a wait passes, a deadline).

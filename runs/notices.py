@@ -13,6 +13,7 @@ sweep, the last one seen), followed by the path of the page `links` names, which
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,8 +77,11 @@ def _notify(run, people, *, kind: str, text: str, step_id: str = "", item=None, 
                      created_at=now, email_pending=not test and user.email_notices != EmailNotices.OFF)
         for user in people
     ]
-    Notification.objects.bulk_create(notices)
-    metrics.NOTICES.labels(kind).inc(len(notices))
+    if sql.batching():
+        sql.insert_later(*notices)  # with the write's other statements; nobody needs their keys back
+    else:
+        Notification.objects.bulk_create(notices)
+    sql.on_commit(functools.partial(metrics.NOTICES.labels(kind).inc, len(notices)))
     live.touch(*(live.person(user.pk) for user in people))
     return sum(notice.email_pending for notice in notices)
 
@@ -150,6 +154,7 @@ def clear_for_items(items, *, now) -> None:
         f"WHERE {column['work_item']} IN ({', '.join(['%s'] * len(keys))}) "
         f"AND ({column['email_pending']} OR {column['read_at']} IS NULL)",
         [False, Notification._meta.get_field("read_at").get_db_prep_save(now, connection), *keys],
+        guardable=True,  # its WHERE ends in a parenthesised condition: one more AND applies to all of it
     )
 
 

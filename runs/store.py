@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils import timezone
 
-from base import sql
+from base import sql, tracked
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
@@ -49,7 +49,7 @@ class LoadedRun:
 
     def open_items(self) -> list:
         if self._items is None:
-            self._items = [sql.remember(item) for item in WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)]
+            self._items = [tracked.remember(item) for item in WorkItem.objects.filter(run=self.run, state=WorkItemState.OPEN)]
         return self._items
 
     def holds_no_items(self) -> None:
@@ -121,7 +121,8 @@ def load(
     if organization is not None:
         where += IN_ORGANIZATION
         params.append(organization.pk)
-    lock = "FOR UPDATE" if connection.features.has_select_for_update else ""
+    # Under base.sql.optimistic the run is not locked: its save is applied only if its revision is unchanged.
+    lock = "FOR UPDATE" if connection.features.has_select_for_update and not sql.is_optimistic() else ""
     reserve = sql.next_ids(Lease, leases) if leases else None
     found, rows, *extra = sql.select_many(
         [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
@@ -133,12 +134,12 @@ def load(
     locked = found[0]
     # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
     # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
-    sql.remember(locked, by_identity=RUN_REPLACED)
+    tracked.remember(locked, by_identity=RUN_REPLACED)
     locked.version = published_version(locked.version_id)
     txn = LoadedRun(
         run=locked,
         definition=definition_for(locked.version),
-        steps={row.step_id: sql.remember(row) for row in rows},
+        steps={row.step_id: tracked.remember(row) for row in rows},
         now=now or timezone.now(),
         also=extra,
         lease_keys=lease_keys,
@@ -167,36 +168,39 @@ def save(txn: LoadedRun) -> Saved:
         (sql.insert_later if run.pk is not None else sql.insert)(run)
         ended = run.is_over
     else:
-        changes = sql.changes(run)
-        sql.update(Run, run.pk, changes)
+        # Every save moves the revision, so a write that read the run before this one sees it moved.
+        read = run.revision
+        run.revision += 1
+        changes = tracked.changes(run)
+        sql.guard(Run, run.pk, changes, {"revision": read})
         ended = run.is_over and "state" in changes
     new_rows = [row for row in txn.steps.values() if row.pk is None]
-    if new_rows:
-        # Work items point at their steps, so only then must the steps' keys come back first.
-        (sql.insert if txn.new_items else sql.insert_later)(*new_rows)
-    if txn.new_leases:
-        if len(txn.lease_keys) >= len(txn.new_leases):
-            for lease, key in zip(txn.new_leases, txn.lease_keys[: len(txn.new_leases)], strict=True):
-                lease.pk = key
-            sql.insert_later(*txn.new_leases)
-        else:
-            sql.insert(*txn.new_leases)
-        for lease in txn.new_leases:
-            if lease.step.lease is lease:
-                lease.step.lease_id = lease.pk
+    for lease, key in zip(txn.new_leases, txn.lease_keys, strict=False):
+        lease.pk = key  # reserved with the load, as a rule
+    unkeyed = [lease for lease in txn.new_leases if lease.pk is None]
+    # Rows others point at need their keys before the batch: work items at their steps, steps at their
+    # leases. The keys come from the sequences, in one round trip, and every row joins the batch.
+    needing = [rows for rows in (new_rows if txn.new_items else [], txn.new_items, unkeyed) if rows]
+    if needing and not sql.reserve_keys(needing):  # SQLite: the INSERTs give the keys
+        if txn.new_items:
+            sql.insert(*new_rows)
+            WorkItem.objects.bulk_create(txn.new_items)
+        sql.insert(*unkeyed)
+    sql.insert_later(*[row for row in (*new_rows, *txn.new_items, *txn.new_leases) if row._state.adding])
+    for lease in txn.new_leases:
+        if lease.step.lease is lease:
+            lease.step.lease_id = lease.pk
     for row in txn.steps.values():
         if row in new_rows:
-            sql.remember(row)
+            tracked.remember(row)
             continue
         # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write changes.
-        sql.update(RunStep, row.pk, sql.changes(row))
-    if txn.new_items:
-        WorkItem.objects.bulk_create(txn.new_items)
-        for item in txn.new_items:
-            sql.remember(item)
+        sql.update(RunStep, row.pk, tracked.changes(row))
+    for item in txn.new_items:
+        tracked.remember(item)
     closed = []
     for item in txn.loaded_items():
-        changes = sql.changes(item)
+        changes = tracked.changes(item)
         if "state" in changes and item.state != WorkItemState.OPEN:
             closed.append(item)
         sql.update(WorkItem, item.pk, changes)
@@ -204,7 +208,7 @@ def save(txn: LoadedRun) -> Saved:
         if event.pk is None:
             sql.insert_later(event)  # sent and consumed in this write
         else:
-            sql.update(Event, event.pk, sql.changes(event))
+            sql.update(Event, event.pk, tracked.changes(event))
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
     return Saved(started=started, ended=ended, closed=closed)

@@ -325,15 +325,16 @@ def claim(identity: Identity, arguments: dict) -> dict:
     return idempotency.once(identity, "claim", arguments, perform)
 
 
-def _held(write: idempotency.Write, token: str) -> tuple[store.LoadedRun, RunStep]:
-    """Lock the run a lease token names, with the lease and the requestId look in the same round trip."""
+def _held(write: idempotency.Write, token: str, *, new_leases: int = 0) -> tuple[store.LoadedRun, RunStep]:
+    """Lock the run a lease token names, with the lease and the requestId look in the same round trip;
+    keys for `new_leases` come in it too."""
     lease_id = leases.lease_id_from(token)
     txn = None
     if lease_id is not None:
         try:
             txn = engine.load_for_write(
                 None, organization=write.identity.organization, lease_id=lease_id,
-                also=[(Lease, "t.public_id = %s", [lease_id], ""), write.record_query()],
+                also=[(Lease, "t.public_id = %s", [lease_id], ""), write.record_query()], leases=new_leases,
             )
         except Run.DoesNotExist:
             txn = None  # no such lease, or one of another organization's runs
@@ -348,7 +349,7 @@ def _held(write: idempotency.Write, token: str) -> tuple[store.LoadedRun, RunSte
 
 def renew(identity: Identity, arguments: dict) -> dict:
     def perform(write: idempotency.Write) -> idempotency.Outcome:
-        txn, row = _held(write, arguments["token"])
+        txn, row = _held(write, arguments["token"], new_leases=1)
         lease = agent_steps.renew(txn, row, identity=identity, progress=arguments.get("progress"))
         engine.flush(txn)
         data = {"token": leases.token_for(lease.public_id), "expiresAt": iso(lease.expires_at)}

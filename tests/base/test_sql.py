@@ -53,6 +53,42 @@ def test_a_model_with_init_listeners_is_built_through_its_init(agent):
     assert seen == [built]
 
 
+def test_only_columns_with_converters_are_converted_and_a_short_row_is_refused(db):
+    from runs.models import Run
+
+    names = [field.attname for field in Run._meta.concrete_fields]
+    from django.db import connection
+
+    from base import backend
+
+    fields = Run._meta.concrete_fields
+    plain = {i for i, f in enumerate(fields) if not backend.column_converters(f, Run._meta.db_table, connection)[1]}
+    assert plain  # most columns have no converter on any backend
+    # A column with converters gets None (every converter passes it), the others a marker object.
+    raw = [object() if i in plain else None for i in range(len(names))]
+    raw[names.index("data")] = '{"amount": [1, 2]}'  # JSON arrives as text; its converter parses it
+    converted = sql.convert(Run, raw)
+    assert converted[names.index("data")] == {"amount": [1, 2]}
+    assert all(converted[i] is raw[i] for i in plain)  # left as the driver gave them, not even copied
+    with pytest.raises(ValueError, match="columns"):
+        sql.convert(Run, raw[:-1])
+
+
+def test_an_insert_runs_pre_save_where_the_field_has_one_and_takes_a_saved_relations_key(db):
+    org = Organization(slug="inserted-org", name="Inserted")
+    assert org.created_at is None
+    sql.insert(org)  # created_at is auto_now_add: its pre_save sets it, as save() would
+    assert org.created_at is not None
+    stored = Organization.objects.get(pk=org.pk)
+    assert stored.created_at == org.created_at and stored.name == "Inserted"
+    later = Organization(slug="later-org", name="Later")
+    agent = Agent(organization=later, name="late")  # set before the organization had a key
+    assert agent.organization_id is None
+    sql.insert(later)
+    sql.insert(agent)  # the key is taken from the instance, as save() would
+    assert Agent.objects.get(pk=agent.pk).organization_id == later.pk
+
+
 # Several statements in one round trip (PostgreSQL only: elsewhere statements go one by one).
 
 

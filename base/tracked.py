@@ -1,0 +1,94 @@
+"""What a write saves: an instance's values as loaded (`remember`), and the fields that differ since
+(`changes`), so a write sends exactly those and nothing else."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import operator
+
+from django.db.models import JSONField
+
+
+@functools.cache
+def written_fields(model) -> tuple[str, ...]:
+    """Every column of `model` a write may change: each concrete field but the key, as the model says."""
+    return tuple(field.attname for field in model._meta.concrete_fields if not field.primary_key)
+
+
+@functools.cache
+def _values(model):
+    """A function reading the written fields of an instance of `model` as a tuple (operator.attrgetter, in C)."""
+    names = written_fields(model)
+    getter = operator.attrgetter(*names)
+    return getter if len(names) > 1 else (lambda obj: (getter(obj),))
+
+
+@functools.cache
+def _json_positions(model) -> tuple[int, ...]:
+    """Where in `written_fields(model)` the JSON fields are: the only values a write can change in place."""
+    written = [field for field in model._meta.concrete_fields if not field.primary_key]
+    return tuple(i for i, field in enumerate(written) if isinstance(field, JSONField))
+
+
+def _copy(value):
+    """A copy of a JSON value (dicts, lists and scalars), made without deepcopy's general machinery."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    return value if kind in _SCALARS else copy.deepcopy(value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _kept(model, values: tuple, by_identity: frozenset) -> tuple:
+    """`values` as they are to be kept: JSON ones copied (but those compared by identity)."""
+    positions = _json_positions(model)
+    if not positions:
+        return values
+    kept = list(values)
+    names = written_fields(model)
+    for i in positions:
+        value = kept[i]
+        if (type(value) is dict or type(value) is list) and names[i] not in by_identity:
+            kept[i] = _copy(value)
+    return tuple(kept)
+
+
+def remember(obj, *, by_identity: frozenset = frozenset()):
+    """Keep an instance's values as loaded, so `changes` can tell what a write altered; return it.
+
+    JSON values are copied, so a change made in place still shows. A field in `by_identity` is
+    compared by identity instead (a large document a write only ever replaces, never alters).
+    """
+    model = type(obj)
+    obj.loaded_values = _kept(model, _values(model)(obj), by_identity)
+    obj.loaded_by_identity = by_identity
+    return obj
+
+
+def changes(obj) -> dict:
+    """The fields of a remembered instance that differ from what was loaded, now remembered as saved.
+
+    An instance never remembered has every field changed.
+    """
+    model = type(obj)
+    names = written_fields(model)
+    now = _values(model)(obj)
+    loaded = getattr(obj, "loaded_values", None)
+    if loaded is None:
+        return dict(zip(names, now, strict=True))
+    by_identity = obj.loaded_by_identity
+    if not by_identity and now == loaded:
+        return {}  # the common case, compared in C
+    found = {
+        name: value
+        for name, value, before in zip(names, now, loaded, strict=True)
+        if value is not before and (name in by_identity or value != before)
+    }
+    if found:
+        obj.loaded_values = _kept(model, now, by_identity)
+    return found
