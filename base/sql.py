@@ -28,7 +28,7 @@ from contextlib import contextmanager
 
 import psycopg
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import fields as model_fields
 from psycopg import pq
 
@@ -41,6 +41,7 @@ class _Pending(threading.local):
     optimistic: bool = False  # inside `optimistic()`: no transaction, the batch applied only past its guard
     guard: tuple | None = None  # (text, params) of the guarding UPDATE ... RETURNING, once `guard()` set it
     after: list | None = None  # what `on_commit` holds until the guarded batch is applied
+    expected: list | None = None  # the rows the write's reads stood on, (model, key, {field: value as read})
     sending: bool = False
 
 
@@ -162,21 +163,58 @@ def optimistic():
     batch is applied. PostgreSQL only: each statement is atomic on its own, and its data-modifying
     `WITH` queries see the guard's RETURNING. Inside a caller's transaction it all goes in a savepoint,
     so whatever fails leaves that transaction usable, and the callbacks wait for its commit.
+
+    The reads are not one snapshot: each SELECT sees what was committed when it began. A write applied
+    past its guard stood on a consistent view (the guard fails if anything it read moved since), but
+    an answer given without a guard (nothing to write, or an error) could stand on two moments. So a
+    write that ends without a guard checks the rows `expect` named: if one moved, it raises `Moved`
+    in place of its answer, and is read and decided again.
     """
     if _pending.optimistic or _pending.statements is not None:
         raise NeedsLock("an optimistic write cannot nest in another write")
     outer = connection.in_atomic_block
-    _pending.optimistic, _pending.after = True, []
+    _pending.optimistic, _pending.after, _pending.expected = True, [], []
     try:
         # In a caller's transaction, a savepoint: whatever fails inside leaves that transaction usable.
-        with transaction.atomic() if outer else contextlib.nullcontext(), connection.execute_wrapper(_refuse_writes):
-            yield
+        try:
+            with transaction.atomic() if outer else contextlib.nullcontext(), connection.execute_wrapper(_refuse_writes):
+                yield
+        except (Moved, NeedsLock, DatabaseError):
+            raise
+        except Exception:
+            _check_expected()  # an error answer only from a view that held still
+            raise
         after = _pending.after
     finally:
-        _pending.optimistic, _pending.after = False, None
+        _pending.optimistic, _pending.after, _pending.expected = False, None, None
     for callback in after:
         # Inside a caller's transaction the batch is applied only when that commits.
         transaction.on_commit(callback) if outer else callback()
+
+
+def expect(model, pk, expected: dict) -> None:
+    """Name a row the current write's reads stood on, as read ({field name: value}); outside
+    `optimistic()` nothing (the row's lock holds it still). See `optimistic`."""
+    if _pending.optimistic:
+        _pending.expected.append((model, pk, expected))
+
+
+def _check_expected() -> None:
+    if not _pending.expected:
+        return
+    db = connections[DEFAULT_DB_ALIAS]
+    quote = backend.quote_name
+    checks, params = [], []
+    for model, pk, expected in _pending.expected:
+        columns = [model._meta.pk.column, *(model._meta.get_field(name).column for name in expected)]
+        conditions = " AND ".join(f"{quote(column)} = %s" for column in columns)
+        checks.append(f"(SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {conditions})")
+        params += [pk, *(_db_value(model._meta.get_field(name), value, db) for name, value in expected.items())]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {' + '.join(checks)}", params)
+        (held,) = cursor.fetchone()
+    if held != len(_pending.expected):
+        raise Moved("a row the write read changed before its answer")
 
 
 def on_commit(callback) -> None:
@@ -217,6 +255,7 @@ def _refuse_writes(execute, text, params, many, context):
 
 def _send_guarded(guard_statement, batch: list) -> None:
     if not batch and guard_statement is None:
+        _check_expected()  # nothing to write: the answer stands on the reads alone
         return
     if guard_statement is None:
         raise NeedsLock("an optimistic write changed rows without a guard")
@@ -480,7 +519,7 @@ def insert(*objs) -> None:
 
 
 def insert_later(*objs) -> None:
-    """INSERT new instances of one model whose keys nobody needs back, or that have theirs from `next_ids`.
+    """INSERT new instances of one model whose keys nobody needs back, or that have theirs from `base.keys`.
 
     Inside `deferred()` the INSERTs wait for the batch.
     """
@@ -489,38 +528,6 @@ def insert_later(*objs) -> None:
         statement, fields = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
         _execute(statement, _insert_values(obj, fields, db))
         _saved(obj)
-
-
-@functools.cache
-def _sequence(model) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_get_serial_sequence(%s, %s)", [model._meta.db_table, model._meta.pk.column])
-        return cursor.fetchone()[0]
-
-
-def next_ids(model, count: int = 1) -> tuple[str, list] | None:
-    """A SELECT of `count` new primary keys from `model`'s sequence, to send with other reads.
-
-    A row given its key this way can be INSERTed with the write's other statements (`insert_later`)
-    instead of on its own to learn its key. None where keys come only from the INSERT (SQLite).
-    """
-    if not postgres():
-        return None
-    name = _sequence(model).replace("'", "''")
-    return f"SELECT nextval('{name}') FROM generate_series(1, %s)", [count]
-
-
-def reserve_keys(groups) -> bool:
-    """Give each group of new instances (one model each) keys from its sequence, all in one round trip,
-    so they can be INSERTed with the write's other statements; False, giving none, where keys come only
-    from the INSERT (SQLite)."""
-    if not postgres():
-        return False
-    found = fetch_many([next_ids(type(objs[0]), len(objs)) for objs in groups])
-    for objs, rows in zip(groups, found, strict=True):
-        for obj, (key,) in zip(objs, rows, strict=True):
-            obj.pk = key
-    return True
 
 
 def batching() -> bool:

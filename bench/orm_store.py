@@ -31,14 +31,16 @@ from django.apps import apps
 from django.db import connection
 from django.db.models import Subquery
 
-from base import sql, tracked
+from base import keys, sql, tracked
 
 # What the ORM replaces in base.sql, by name; base.tracked's `changes` is wrapped only to mark which
 # instance its fields were read from.
 REPLACED = (
     "select_many", "select", "fetch_many", "execute", "insert", "insert_later", "update", "deferred",
-    "next_ids", "reserve_keys", "guard", "optimistic",
+    "guard", "optimistic",
 )
+# What it replaces in base.keys: no key is taken ahead of its INSERT.
+KEYS_REPLACED = {"next_ids": lambda model, count=1: None, "reserve_keys": lambda groups: False}
 
 LEFT_TO_THE_LAYER: Counter = Counter()
 
@@ -54,6 +56,9 @@ def plain_orm():
     layer["changes"] = tracked.changes
     replacements = _replacements(layer)
     tracked.changes = replacements.pop("changes")
+    keys_layer = {name: getattr(keys, name) for name in KEYS_REPLACED}
+    for name, function in KEYS_REPLACED.items():
+        setattr(keys, name, function)  # as on SQLite: each INSERT gives its key
     for name, function in replacements.items():
         setattr(sql, name, function)
     try:
@@ -62,6 +67,8 @@ def plain_orm():
         tracked.changes = layer.pop("changes")
         for name, function in layer.items():
             setattr(sql, name, function)
+        for name, function in keys_layer.items():
+            setattr(keys, name, function)
 
 
 def _replacements(layer: dict) -> dict:
@@ -120,9 +127,7 @@ def _replacements(layer: dict) -> dict:
         "insert_later": insert,  # no batch to wait for: inserted at once, its key read back
         "update": update,
         "deferred": contextlib.nullcontext,
-        "next_ids": lambda model, count=1: None,  # keys come from each INSERT, as on SQLite
         "changes": changes,
-        "reserve_keys": lambda groups: False,  # as on SQLite: the INSERTs give the keys
         "guard": lambda model, pk, changes, expected: update(model, pk, changes),  # under the run's lock
         "optimistic": optimistic,
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils import timezone
 
-from base import sql, tracked
+from base import keys, sql, tracked
 from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
@@ -123,7 +123,7 @@ def load(
         params.append(organization.pk)
     # Under base.sql.optimistic the run is not locked: its save is applied only if its revision is unchanged.
     lock = "FOR UPDATE" if connection.features.has_select_for_update and not sql.is_optimistic() else ""
-    reserve = sql.next_ids(Lease, leases) if leases else None
+    reserve = keys.next_ids(Lease, leases) if leases else None
     found, rows, *extra = sql.select_many(
         [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
         raw=[reserve] if reserve else [],
@@ -132,6 +132,8 @@ def load(
     if not found:
         raise Run.DoesNotExist(f"run {run_id}")
     locked = found[0]
+    # Without the lock, an answer given without a guarded save checks the run still is as read.
+    sql.expect(Run, locked.pk, {"revision": locked.revision})
     # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
     # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
     tracked.remember(locked, by_identity=RUN_REPLACED)
@@ -181,7 +183,7 @@ def save(txn: LoadedRun) -> Saved:
     # Rows others point at need their keys before the batch: work items at their steps, steps at their
     # leases. The keys come from the sequences, in one round trip, and every row joins the batch.
     needing = [rows for rows in (new_rows if txn.new_items else [], txn.new_items, unkeyed) if rows]
-    if needing and not sql.reserve_keys(needing):  # SQLite: the INSERTs give the keys
+    if needing and not keys.reserve_keys(needing):  # SQLite: the INSERTs give the keys
         if txn.new_items:
             sql.insert(*new_rows)
             WorkItem.objects.bulk_create(txn.new_items)

@@ -19,7 +19,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from accounts.identity import Identity
-from base import backend, metrics, names, sql
+from base import backend, keys, metrics, names, sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.kinds import StepKind
@@ -308,7 +308,7 @@ def start_run(identity: Identity, arguments: dict) -> dict:
     if number is not None and not _storable_version(int(number)):
         raise NotFound(f"No published process '{arguments['process']}' version {number} in this organization.")
     published = _published_query(identity, arguments["process"], number)
-    run_key = sql.next_ids(Run)
+    run_key = keys.next_ids(Run)
     return idempotency.once(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
 
 

@@ -96,3 +96,25 @@ def test_outside_optimistic_a_guard_is_a_plain_update(agent):
     with transaction.atomic(), sql.deferred():
         sql.guard(Agent, agent.pk, {"name": "plain"}, {"name": "not what it is"})  # the lock guards it
     assert Agent.objects.get(pk=agent.pk).name == "plain"
+
+
+def _answer_without_writing(agent, *, read_name: str, error: Exception | None = None):
+    """An optimistic write that read `agent` as named `read_name` and answers without a guard."""
+    with sql.optimistic(), sql.deferred():
+        sql.expect(Agent, agent.pk, {"name": read_name})
+        if error is not None:
+            raise error
+
+
+def test_an_answer_without_a_guard_stands_only_on_rows_still_as_read(agent):
+    # Reads in autocommit are not one snapshot: an error or a no-op decided on a row that moved since
+    # could mix two moments, so the write is read and decided again (Moved) instead of answered.
+    _answer_without_writing(agent, read_name="first")
+    with pytest.raises(LookupError):
+        _answer_without_writing(agent, read_name="first", error=LookupError("refused"))
+    Agent.objects.filter(pk=agent.pk).update(name="moved")  # another write came between the reads
+    with pytest.raises(sql.Moved):
+        _answer_without_writing(agent, read_name="first")
+    with pytest.raises(sql.Moved):
+        _answer_without_writing(agent, read_name="first", error=LookupError("refused"))
+    assert Agent.objects.get(pk=agent.pk).name == "moved"

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
-from base import sql
+from base import keys, sql
 
 
 @pytest.fixture
@@ -314,7 +314,7 @@ def test_rows_written_in_one_statement_keep_their_order_and_their_references(pos
 
     with transaction.atomic(), sql.deferred():
         org = Organization(slug="sql-batch", name="Batch")
-        org.pk = sql.fetch_many([sql.next_ids(Organization, 1)])[0][0][0]
+        org.pk = sql.fetch_many([keys.next_ids(Organization, 1)])[0][0][0]
         sql.insert_later(org)
         for name in ("first", "second", "third"):
             sql.insert_later(Agent(organization_id=org.pk, name=name))
