@@ -202,14 +202,12 @@ def expect(model, pk, expected: dict) -> None:
 def _check_expected() -> None:
     if not _pending.expected:
         return
-    db = connections[DEFAULT_DB_ALIAS]
     quote = backend.quote_name
     checks, params = [], []
     for model, pk, expected in _pending.expected:
-        columns = [model._meta.pk.column, *(model._meta.get_field(name).column for name in expected)]
-        conditions = " AND ".join(f"{quote(column)} = %s" for column in columns)
-        checks.append(f"(SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {conditions})")
-        params += [pk, *(_db_value(model._meta.get_field(name), value, db) for name, value in expected.items())]
+        conditions, values = _as_read(model, pk, expected)
+        checks.append(f"(SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {quote(model._meta.pk.column)} = %s{conditions})")
+        params += values
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {' + '.join(checks)}", params)
         (held,) = cursor.fetchone()
@@ -236,10 +234,17 @@ def guard(model, pk, changes: dict, expected: dict) -> None:
     statement, fields = _update_statement(model, tuple(changes))
     db = connections[DEFAULT_DB_ALIAS]
     params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
-    quote = backend.quote_name
-    checks = "".join(f" AND {quote(model._meta.get_field(name).column)} = %s" for name in expected)
-    params += [pk, *(_db_value(model._meta.get_field(name), value, db) for name, value in expected.items())]
-    _pending.guard = (f"{statement}{checks} RETURNING 1", params)
+    conditions, values = _as_read(model, pk, expected)  # the statement ends in `WHERE <key> = %s`
+    _pending.guard = (f"{statement}{conditions} RETURNING 1", params + values)
+
+
+def _as_read(model, pk, expected: dict) -> tuple[str, list]:
+    """` AND <column> = %s` for each field of `expected` ({field name: value as read}), to follow a
+    `<key> = %s`, and the parameters of both: the key first."""
+    db = connections[DEFAULT_DB_ALIAS]
+    fields = [model._meta.get_field(name) for name in expected]
+    conditions = "".join(f" AND {backend.quote_name(field.column)} = %s" for field in fields)
+    return conditions, [pk, *(_db_value(field, value, db) for field, value in zip(fields, expected.values(), strict=True))]
 
 
 def _refuse_unless_read(text: str) -> None:

@@ -2,10 +2,12 @@
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
-from base import keys, sql
+from base import backend, keys, sql
+from runs.models import Run
 
 
 @pytest.fixture
@@ -54,14 +56,8 @@ def test_a_model_with_init_listeners_is_built_through_its_init(agent):
 
 
 def test_only_columns_with_converters_are_converted_and_a_short_row_is_refused(db):
-    from runs.models import Run
-
-    names = [field.attname for field in Run._meta.concrete_fields]
-    from django.db import connection
-
-    from base import backend
-
     fields = Run._meta.concrete_fields
+    names = [field.attname for field in fields]
     plain = {i for i, f in enumerate(fields) if not backend.column_converters(f, Run._meta.db_table, connection)[1]}
     assert plain  # most columns have no converter on any backend
     # A column with converters gets None (every converter passes it), the others a marker object.
