@@ -4,17 +4,9 @@ The ORM compiles every queryset anew; on a path that runs on every request that 
 more than the database does. These helpers keep what Django would do (column names, the backend's
 value converters and parameter adaptation) with a fixed statement text, built once per process.
 
-Everything here stands on public APIs. On PostgreSQL a write's UPDATEs and INSERTs go together: as one
-statement of data-modifying `WITH` queries (`base.joining`), bound on the server and prepared by
-psycopg once its text has run `prepare_threshold` times on a connection (settings.DATABASES OPTIONS),
-or, when larger than psycopg keeps parsed, as one simple query with each statement's values bound on
-the client by psycopg's ClientCursor.mogrify. Several SELECTs go as one simple query the same way; a
-statement sent alone is bound on the server and prepared like any other. Django's `transaction.atomic`
-owns every BEGIN and COMMIT: nothing here begins or ends a transaction.
-
-psycopg's pipeline mode would send several statements bound on the server, preparable, in one round
-trip too; measured here (bench/inproc.py) it costs about twice the client's CPU of one simple query
-for the two to four statements a write sends together, more than the server's planning it saves.
+Everything here stands on public APIs. How statements reach the database, several in one round trip,
+is `base.sending`'s; Django's `transaction.atomic` owns every BEGIN and COMMIT: nothing here begins or
+ends a transaction.
 """
 
 from __future__ import annotations
@@ -26,19 +18,19 @@ import operator
 import threading
 from contextlib import contextmanager
 
-import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import fields as model_fields
-from psycopg import pq
 
-from base import backend, joining
+from base import backend, joining, sending
+from base.sending import postgres
 
 
 class _Pending(threading.local):
     statements: list | None = None
     updates: dict | None = None  # (model, key): [its place in `statements`, the changes so far]
     optimistic: bool = False  # inside `optimistic()`: no transaction, the batch applied only past its guard
+    new_rows: bool = False  # inside `optimistic(new_rows=True)`: a batch of INSERTs only, applied without a guard
     guard: tuple | None = None  # (text, params) of the guarding UPDATE ... RETURNING, once `guard()` set it
     after: list | None = None  # what `on_commit` holds until the guarded batch is applied
     expected: list | None = None  # the rows the write's reads stood on, (model, key, {field: value as read})
@@ -67,76 +59,9 @@ def deferred():
         if _pending.optimistic:
             _send_guarded(guard, statements)
         else:
-            _send(statements)
+            sending.send(statements)
     finally:
         _pending.statements = _pending.updates = _pending.guard = None
-
-
-@contextmanager
-def _batched(statements):
-    """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
-
-    Several statements in one query take PostgreSQL's simple query protocol, so each one's parameters
-    are bound on the client, as psycopg's ClientCursor.mogrify writes them, and the joined text goes
-    with no parameters of its own. Its results come one after another (`nextset`).
-    """
-    if _pending.optimistic and not _pending.sending:
-        for text, _params in statements:
-            _refuse_unless_read(text)
-    db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
-    db.ensure_connection()
-    raw = psycopg.ClientCursor(db.connection)
-    if _utc(db):
-        raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
-    cursor = backend.wrapped_cursor(db, raw)
-    try:
-        with backend.database_errors(db):
-            text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
-        cursor.execute(text)
-        yield cursor
-    finally:
-        cursor.close()
-
-
-# psycopg's own timestamptz loader, in C where psycopg has its C module: what a batch's rows are read with.
-_TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
-_C_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ, pq.Format.TEXT)
-
-
-def _utc(db) -> bool:
-    """Whether psycopg's timestamptz loader reads values as Django's would on this connection.
-
-    Django reads timestamptz with a loader of its own, in Python, that gives each datetime Django's
-    time zone. Where that zone and the session's are both UTC, psycopg's loader gives the same
-    datetimes, about twenty times faster. It is set on each batch's cursor, not on the connection:
-    Django asks the connection's loader for its zone at every cursor it opens, and psycopg's has none.
-    """
-    return settings.USE_TZ and db.timezone is dt.UTC and db.connection.info.timezone is dt.UTC
-
-
-# psycopg keeps a statement's parsed form, and may prepare it, only while its text is at most 4096
-# characters and its parameters at most 50 (psycopg 3.1.11 release notes): a batch within both goes as
-# one statement; a larger one, rarer, as one simple query of its statements (`_batched`).
-ONE_STATEMENT_TEXT = 4096
-ONE_STATEMENT_PARAMS = 50
-
-
-def _send(statements: list) -> None:
-    if not statements:
-        return
-    if postgres() and len(statements) > 1:
-        if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
-            text, params = joining.one_statement(statements)
-            if len(text) <= ONE_STATEMENT_TEXT:
-                with connection.cursor() as cursor:
-                    cursor.execute(text, params)
-                return
-        with _batched(statements):
-            pass  # nothing to read back
-        return
-    with connection.cursor() as cursor:
-        for text, params in statements:
-            cursor.execute(text, params)
 
 
 # --- writes without a transaction block ----------------------------------------------------------
@@ -152,7 +77,7 @@ class NeedsLock(Exception):
 
 
 @contextmanager
-def optimistic():
+def optimistic(*, new_rows: bool = False):
     """Reads and decisions in autocommit, the write applied by one statement past a guard.
 
     Inside, wrap the write in `deferred()` and make one `guard()` before its end: the batch then goes as
@@ -169,11 +94,16 @@ def optimistic():
     an answer given without a guard (nothing to write, or an error) could stand on two moments. So a
     write that ends without a guard checks the rows `expect` named: if one moved, it raises `Moved`
     in place of its answer, and is read and decided again.
+
+    `new_rows`: the write only INSERTs rows that nothing else can know of before it is applied (a new
+    run and its rows), so it needs no guard: its one statement applies all of it or nothing. Any other
+    statement in its batch raises `NeedsLock`.
     """
     if _pending.optimistic or _pending.statements is not None:
         raise NeedsLock("an optimistic write cannot nest in another write")
     outer = connection.in_atomic_block
     _pending.optimistic, _pending.after, _pending.expected = True, [], []
+    _pending.new_rows = new_rows
     try:
         # In a caller's transaction, a savepoint: whatever fails inside leaves that transaction usable.
         try:
@@ -187,6 +117,7 @@ def optimistic():
         after = _pending.after
     finally:
         _pending.optimistic, _pending.after, _pending.expected = False, None, None
+        _pending.new_rows = False
     for callback in after:
         # Inside a caller's transaction the batch is applied only when that commits.
         transaction.on_commit(callback) if outer else callback()
@@ -263,7 +194,10 @@ def _send_guarded(guard_statement, batch: list) -> None:
         _check_expected()  # nothing to write: the answer stands on the reads alone
         return
     if guard_statement is None:
-        raise NeedsLock("an optimistic write changed rows without a guard")
+        if not _pending.new_rows:
+            raise NeedsLock("an optimistic write changed rows without a guard")
+        _send_new_rows(batch)
+        return
     guard_text, guard_params = guard_statement
     try:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
@@ -271,13 +205,26 @@ def _send_guarded(guard_statement, batch: list) -> None:
         raise NeedsLock(str(refused)) from None
     _pending.sending = True
     try:
-        with connection.cursor() as cursor:
+        with sending.one_statement_cursor() as cursor:
             cursor.execute(text, params)
             (applied,) = cursor.fetchone()
     finally:
         _pending.sending = False
     if not applied:
         raise Moved("the guarding row changed since it was read")
+
+
+def _send_new_rows(batch: list) -> None:
+    if any(not text.startswith("INSERT ") or " RETURNING " in text for text, _params in batch):
+        raise NeedsLock("a write of new rows only changed a row that was there before")
+    if sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
+        raise NeedsLock("a write of new rows too large for one statement")
+    _pending.sending = True
+    try:
+        with sending.one_statement_cursor() as cursor:
+            cursor.execute(*joining.one_statement(batch))
+    finally:
+        _pending.sending = False
 
 
 def is_optimistic() -> bool:
@@ -302,15 +249,10 @@ def _execute(text: str, params: list) -> None:
     if _pending.statements is not None:
         _pending.statements.append((text, params))
     else:
-        _send([(text, params)])
+        sending.send([(text, params)])
 
 
 # One process talks to one database, so what is built from its backend is built once.
-
-
-@functools.cache
-def postgres() -> bool:
-    return connection.vendor == "postgresql"
 
 
 @functools.cache
@@ -357,7 +299,7 @@ def build(model, values, db=None):
     # A NULL key (the empty side of a LEFT JOIN) stays NULL through every converter: skip the work.
     if values[_pk_index(model)] is None:
         return None
-    return model.from_db(DEFAULT_DB_ALIAS, None, convert(model, values, db))
+    return backend.loaded(model, DEFAULT_DB_ALIAS, convert(model, values, db))
 
 
 @functools.cache
@@ -543,7 +485,10 @@ def batching() -> bool:
 def fetch_many(statements) -> list[list[tuple]]:
     """Run several SELECTs, (text, params) each, in order, and return each one's raw rows: one round trip on PostgreSQL."""
     if postgres() and len(statements) > 1:
-        with _batched(statements) as cursor:
+        if _pending.optimistic and not _pending.sending:
+            for text, _params in statements:
+                _refuse_unless_read(text)
+        with sending.batched(statements) as cursor:
             results = [cursor.fetchall()]
             while cursor.nextset():
                 results.append(cursor.fetchall())

@@ -10,8 +10,9 @@ as it is, so the two are measured on the same code (`bench/inproc.py --orm`):
   `bulk_create` when several of one model are new; the keys come back from the INSERT;
 - each statement is its own round trip: nothing is held back to go with others, and no keys are
   reserved ahead from a sequence;
-- a write to a run locks it in a transaction, as `select_for_update()` asks: there is no optimistic
-  form (`base.sql.optimistic` refuses at once, so the write takes the locked path).
+- a write to a run locks it in a transaction, as `select_for_update()` asks, and a new run is written
+  in one: there is no optimistic form (`base.sql.optimistic` refuses at once, so the write takes the
+  locked path).
 
 What changed in a row is still told by base.tracked's `changes`, which the ORM has no counterpart for;
 the statements the code writes as text (the published-version lookup, get_work's queries, a notice's
@@ -114,8 +115,8 @@ def _replacements(layer: dict) -> dict:
         return select_many([(model, where, params, suffix)])[0]
 
     @contextlib.contextmanager
-    def optimistic():
-        raise sql.NeedsLock("the plain ORM locks the run")
+    def optimistic(*, new_rows=False):
+        raise sql.NeedsLock("the plain ORM writes in a transaction")
         yield  # a generator, as contextmanager needs
 
     return {

@@ -1,9 +1,9 @@
 """Every write is done once per requestId (spec §4): its result is recorded with it, and a replay returns it.
 
-A write runs in one transaction, or, for a write to a run on PostgreSQL, as reads in autocommit and one
-guarded statement (`_optimistically`). A write to a run looks its requestId up with the run, under its
-lock or again after a guard found the run moved, so a concurrent twin that committed first is found
-and its result returned.
+A write runs in one transaction, or, on PostgreSQL, as reads in autocommit and one statement: guarded
+for a write to a run, unguarded for a new run (`_optimistically`). A write to a run looks its requestId
+up with the run, under its lock or again after a guard found the run moved, so a concurrent twin that
+committed first is found and its result returned; a new run's twin fails on the record's unique key.
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ def _replay(record: IdempotencyRecord, write: Write) -> dict:
 
 # Writes to one run look their requestId up under the run lock (_Write.recheck), so they skip the first look.
 RUN_WRITES = frozenset({"claim", "renew", "submit", "escalate", "decide", "cancel", "send_event"})
+# Writes that only add rows nothing else knows of yet (a new run and its rows, an uploaded file): applied
+# by one statement without a transaction block, and without a guard (base.sql.optimistic(new_rows=True)).
+NEW_ROW_WRITES = frozenset({"start_run", "upload"})
 
 
 def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=()) -> dict:
@@ -99,7 +102,9 @@ def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=())
         if found:
             return _replay(found[0], write)
     try:
-        outcome = _optimistically(write, perform) if tool in RUN_WRITES and optimistic_writes() else None
+        outcome = None
+        if (tool in RUN_WRITES or tool in NEW_ROW_WRITES) and optimistic_writes():
+            outcome = _optimistically(write, perform, new_rows=tool in NEW_ROW_WRITES)
         if outcome is None:
             # The write's UPDATEs and INSERTs, its record among them, go to the database together.
             with transaction.atomic(), sql.deferred():
@@ -142,13 +147,15 @@ def optimistic_writes() -> bool:
     return settings.OPTIMISTIC_WRITES and sql.postgres()
 
 
-def _optimistically(write: Write, perform) -> Outcome | None:
+def _optimistically(write: Write, perform, *, new_rows: bool = False) -> Outcome | None:
     """The write read and decided in autocommit and applied by one statement, if the run's revision is
     still the one read (base.sql.optimistic); read again when it moved. None when it must take the run's
-    lock instead: another write kept moving the run, or the write needs what only a transaction gives."""
+    lock instead: another write kept moving the run, or the write needs what only a transaction gives.
+    `new_rows`: a write that only adds rows, applied by its one statement without a guard; a twin
+    with the same requestId that came first makes its record's INSERT fail (IntegrityError, in `once`)."""
     for _attempt in range(OPTIMISTIC_ATTEMPTS):
         try:
-            with sql.optimistic(), sql.deferred():
+            with sql.optimistic(new_rows=new_rows), sql.deferred():
                 return _performed(write, perform)
         except sql.Moved:
             continue

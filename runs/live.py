@@ -88,7 +88,8 @@ def touch(*keys: str) -> None:
 
 def _renew(keys) -> None:
     try:
-        _cache().set_many({key: secrets.token_hex(6) for key in keys}, KEEP_SECONDS)
+        token = secrets.token_hex(6)  # new for every stamp the write touches: each one moves
+        _cache().set_many(dict.fromkeys(keys, token), KEEP_SECONDS)
     except Exception as exc:  # a cache outage costs liveness only; the pages poll slowly until it is back
         _failed()
         log.warning("live: could not renew %d change stamps: %s: %s", len(keys), type(exc).__name__, exc)

@@ -462,7 +462,7 @@ def upload(identity: Identity, arguments: dict) -> dict:
 
     def perform(write: idempotency.Write) -> idempotency.Outcome:
         digest = hashlib.sha256(content).hexdigest()
-        stored = Upload.objects.create(
+        stored = Upload(
             organization=identity.organization,
             public_id=f"f_{secrets.token_hex(12)}",
             file_name=arguments["fileName"],
@@ -472,6 +472,7 @@ def upload(identity: Identity, arguments: dict) -> dict:
             content=content,
             uploaded_by=identity.ref,
         )
+        sql.insert_later(stored)  # with the write's record, in its one statement
         return idempotency.Outcome({"id": stored.public_id, "sha256": digest, "bytes": len(content)})
 
     return idempotency.once(identity, "upload", arguments, perform)

@@ -6,7 +6,7 @@ from django.db import connection
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
-from base import backend, keys, sql
+from base import backend, keys, sending, sql
 from runs.models import Run
 
 
@@ -272,11 +272,11 @@ def test_a_batch_reads_timestamps_as_django_would(postgres):
     query = [("SELECT %s::timestamptz", ["2026-01-01T00:00:00+02:00"]), ("SELECT now()", [])]
     [[(moment,)], _now] = sql.fetch_many(query)
     assert moment == dt.datetime(2025, 12, 31, 22, 0, tzinfo=dt.UTC) and moment.tzinfo is dt.UTC
-    assert sql._utc(postgres)
+    assert sending._utc(postgres)
     with transaction.atomic():
         with postgres.cursor() as cursor:
             cursor.execute("SET LOCAL TIME ZONE 'Asia/Kathmandu'")
-        assert not sql._utc(postgres)
+        assert not sending._utc(postgres)
         [[(moment,)], _now] = sql.fetch_many(query)
         with postgres.cursor() as cursor:
             cursor.execute(*query[0])
@@ -302,11 +302,12 @@ def test_a_small_batch_of_writes_goes_as_one_prepared_statement(postgres, agent)
     assert any(text.startswith("WITH w0 AS (UPDATE") for text in _prepared(postgres)), _prepared(postgres)
 
 
-def test_rows_written_in_one_statement_keep_their_order_and_their_references(postgres, agent):
+def test_rows_written_in_one_statement_keep_their_order_and_their_references(postgres, agent, monkeypatch):
     # Rows of one table go as one INSERT of several rows, so their keys follow the order they were
     # written in; a row may point at one inserted in the same batch (foreign keys are checked at the
     # statement's end); a row updated twice is written once, with the later values.
     from django.db import transaction
+    from django.test.utils import CaptureQueriesContext
 
     with transaction.atomic(), sql.deferred():
         org = Organization(slug="sql-batch", name="Batch")
@@ -320,9 +321,45 @@ def test_rows_written_in_one_statement_keep_their_order_and_their_references(pos
     assert names == ["first", "second", "third"]
     agent.refresh_from_db()
     assert (agent.name, agent.is_active) == ("twice", False)
-    # A batch beyond psycopg's statement limits goes as one simple query, with the same effect.
+    # A batch of more values than psycopg keeps a parsed `%s` statement for still goes as one statement,
+    # sent with numbered placeholders; one beyond what a statement can bind at all goes as one simple
+    # query of its statements, with the same effect.
+    for limit in (sending.ONE_STATEMENT_PARAMS, 20):
+        monkeypatch.setattr(sending, "ONE_STATEMENT_PARAMS", limit)
+        with CaptureQueriesContext(postgres) as captured, transaction.atomic(), sql.deferred():
+            for number in range(60):
+                sql.insert_later(Agent(organization_id=org.pk, name=f"many {limit} {number}"))
+        sent = [query["sql"][:8] for query in captured if "SAVEPOINT" not in query["sql"]]
+        assert sent == (["WITH w0 "] if limit > 20 else ["INSERT I"]), sent
+        many = list(Agent.objects.filter(name__startswith=f"many {limit} ").order_by("pk").values_list("name", flat=True))
+        assert many == [f"many {limit} {number}" for number in range(60)]
+
+def test_a_write_beyond_psycopgs_kept_statements_is_one_prepared_statement(postgres, agent):
+    # A write's statement with more than 50 values (or longer than 4096 characters) is one that psycopg
+    # neither keeps parsed nor prepares when written with `%s`; sent with numbered placeholders it is
+    # prepared once its text repeats, like any other.
+    from django.db import transaction
+
+    names = [f"agent with a long name number {number:04d} " + "x" * 60 for number in range(30)]
+    for turn in range(postgres.connection.prepare_threshold + 2):
+        with transaction.atomic(), sql.deferred():
+            sql.update(Agent, agent.pk, {"name": f"turn {turn}"})
+            for name in names:
+                sql.insert_later(Agent(organization_id=agent.organization_id, name=f"{turn} {name}"))
+    assert Agent.objects.filter(name__startswith=f"{turn} agent with").count() == 30
+    prepared = [text for text in _prepared(postgres) if text.startswith("WITH w0 AS (UPDATE")]
+    assert any("$242)" in text for text in prepared), prepared  # 2 + 30 rows of 8 values
+
+
+def test_numbered_placeholders_keep_every_literal_percent():
+    assert sending.numbered("SELECT %s, '100%%', %s WHERE x LIKE 'a%%s'") == "SELECT $1, '100%', $2 WHERE x LIKE 'a%s'"
+
+
+def test_a_written_value_with_percent_signs_arrives_unchanged(postgres, agent):
+    from django.db import transaction
+
     with transaction.atomic(), sql.deferred():
-        for number in range(sql.ONE_STATEMENT_PARAMS):
-            sql.insert_later(Agent(organization_id=org.pk, name=f"many {number}"))
-    many = list(Agent.objects.filter(name__startswith="many ").order_by("pk").values_list("name", flat=True))
-    assert many == [f"many {number}" for number in range(sql.ONE_STATEMENT_PARAMS)]
+        sql.update(Agent, agent.pk, {"name": "100% %s $1 %%"})
+        sql.insert_later(Agent(organization_id=agent.organization_id, name="%(name)s"))
+    assert Agent.objects.get(pk=agent.pk).name == "100% %s $1 %%"
+    assert Agent.objects.filter(name="%(name)s").exists()

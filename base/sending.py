@@ -1,0 +1,136 @@
+"""How statements reach the database: several SELECTs in one round trip, a write's statements as one.
+
+On PostgreSQL several SELECTs go as one simple query (`batched`), each statement's values bound on the
+client by psycopg's ClientCursor.mogrify; their results come one after another. A write's UPDATEs and
+INSERTs go as one statement of data-modifying `WITH` queries (`base.joining`), atomic on its own, bound
+on the server and prepared by psycopg once its text has run `prepare_threshold` times on a connection
+(settings.DATABASES OPTIONS). It is sent with PostgreSQL's own numbered placeholders (`Numbered`), so
+psycopg parses no statement text on the client, however long. Both kinds of cursor are wrapped as
+Django wraps its own: its execute wrappers, its query log and its errors apply.
+
+psycopg's pipeline mode would send several SELECTs bound on the server, preparable, in one round trip
+too; measured here (bench/inproc.py) it costs about twice the client's CPU of one simple query for the
+two to four statements a write reads together, more than the server's planning it saves.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from contextlib import contextmanager
+
+import psycopg
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from psycopg import pq
+
+from base import backend, joining
+
+
+@functools.cache
+def postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@contextmanager
+def batched(statements):
+    """A cursor that has run several statements, (text, params) each, in one round trip; for `nextset`.
+
+    Several statements in one query take PostgreSQL's simple query protocol, so each one's parameters
+    are bound on the client, as psycopg's ClientCursor.mogrify writes them, and the joined text goes
+    with no parameters of its own. Its results come one after another (`nextset`).
+    """
+    db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
+    db.ensure_connection()
+    raw = psycopg.ClientCursor(db.connection)
+    if _utc(db):
+        raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+    cursor = backend.wrapped_cursor(db, raw)
+    try:
+        with backend.database_errors(db):
+            text = ";\n".join(text for text, _params in statements)
+            values = [value for _text, params in statements for value in params]
+            if len(text) <= CLIENT_KEPT_TEXT and len(values) <= CLIENT_KEPT_PARAMS:
+                text = raw.mogrify(text, values)  # the joined text's placeholders parsed once and kept
+            else:
+                text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
+        cursor.execute(text)
+        yield cursor
+    finally:
+        cursor.close()
+
+
+# psycopg parses a statement's placeholders once and keeps them while its text is at most 4096
+# characters and its values at most 50 (psycopg 3.1.11 release notes): a batch within both is bound as
+# one text, a larger one statement by statement, each kept by itself.
+CLIENT_KEPT_TEXT = 4096
+CLIENT_KEPT_PARAMS = 50
+
+
+# psycopg's own timestamptz loader, in C where psycopg has its C module: what a batch's rows are read with.
+_TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
+_C_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ, pq.Format.TEXT)
+
+
+def _utc(db) -> bool:
+    """Whether psycopg's timestamptz loader reads values as Django's would on this connection.
+
+    Django reads timestamptz with a loader of its own, in Python, that gives each datetime Django's
+    time zone. Where that zone and the session's are both UTC, psycopg's loader gives the same
+    datetimes, about twenty times faster. It is set on each batch's cursor, not on the connection:
+    Django asks the connection's loader for its zone at every cursor it opens, and psycopg's has none.
+    """
+    return settings.USE_TZ and db.timezone is dt.UTC and db.connection.info.timezone is dt.UTC
+
+
+# The most values one statement can bind: the protocol counts them in 16 bits. A batch with more, as
+# an import's may have, goes as one simple query of its statements (`batched`).
+ONE_STATEMENT_PARAMS = 65535
+
+
+class Numbered(psycopg.RawCursor):
+    """A cursor bound on the server that takes the `%s` statements the rest of the code writes, sending
+    them with PostgreSQL's `$1, $2, ...`: psycopg neither parses the text nor limits how long it may be
+    to be kept and prepared (it parses and keeps `%s` statements of at most 4096 characters and 50
+    values only). Django wraps it as its own cursors (`backend.wrapped_cursor`): its execute wrappers
+    and its query log see the `%s` text."""
+
+    def execute(self, query, params=None, **kwargs):
+        return super().execute(numbered(query), params, **kwargs)
+
+
+@functools.lru_cache(maxsize=1024)
+def numbered(text: str) -> str:
+    """`text` with each `%s` as `$1`, `$2`, ... in order and each `%%` as `%`."""
+    parts = iter(range(1, text.count("%s") + 1))
+    return re.sub(r"%[s%]", lambda found: f"${next(parts)}" if found.group() == "%s" else "%", text)
+
+
+@contextmanager
+def one_statement_cursor():
+    """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    cursor = backend.wrapped_cursor(db, Numbered(db.connection))
+    try:
+        yield cursor
+    finally:
+        cursor.close()
+
+
+def send(statements: list) -> None:
+    """Run statements that return no rows, (text, params) each: on PostgreSQL several go as one statement."""
+    if not statements:
+        return
+    if postgres() and len(statements) > 1:
+        if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
+            with one_statement_cursor() as cursor:
+                cursor.execute(*joining.one_statement(statements))
+            return
+        with batched(statements):
+            pass  # nothing to read back
+        return
+    with connection.cursor() as cursor:
+        for text, params in statements:
+            cursor.execute(text, params)
