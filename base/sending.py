@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import threading
 from contextlib import contextmanager
 
 import psycopg
@@ -43,22 +44,42 @@ def batched(statements):
     """
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
-    raw = psycopg.ClientCursor(db.connection)
-    if _utc(db):
-        raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+    raw = _kept(db, psycopg.ClientCursor, utc=_utc(db))
     cursor = backend.wrapped_cursor(db, raw)
-    try:
-        with backend.database_errors(db):
-            text = ";\n".join(text for text, _params in statements)
-            values = [value for _text, params in statements for value in params]
-            if len(text) <= CLIENT_KEPT_TEXT and len(values) <= CLIENT_KEPT_PARAMS:
-                text = raw.mogrify(text, values)  # the joined text's placeholders parsed once and kept
-            else:
-                text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
-        cursor.execute(text)
-        yield cursor
-    finally:
-        cursor.close()
+    with backend.database_errors(db):
+        text = ";\n".join(text for text, _params in statements)
+        values = [value for _text, params in statements for value in params]
+        if len(text) <= CLIENT_KEPT_TEXT and len(values) <= CLIENT_KEPT_PARAMS:
+            text = raw.mogrify(text, values)  # the joined text's placeholders parsed once and kept
+        else:
+            text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
+    cursor.execute(text)
+    yield cursor  # left open: the connection's next batch takes it again (`_kept`)
+
+
+class _Kept(threading.local):
+    """This thread's connection's driver cursors, kept from one use to the next: a cursor keeps the
+    adapters it has looked up for the values it sent and the columns it read, which a new one looks up
+    again. A Django connection is used by one thread; a new connection gets new cursors."""
+
+    connection = None
+    cursors: dict | None = None
+
+
+_held = _Kept()
+
+
+def _kept(db, cursor_class, *, utc: bool = False):
+    """The connection's cursor of `cursor_class` (reading timestamptz with psycopg's loader when `utc`),
+    made at its first use, and again for a new connection or once closed."""
+    if _held.connection is not db.connection:
+        _held.connection, _held.cursors = db.connection, {}
+    raw = _held.cursors.get((cursor_class, utc))
+    if raw is None or raw.closed:
+        raw = _held.cursors[cursor_class, utc] = cursor_class(db.connection)
+        if utc:
+            raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+    return raw
 
 
 # psycopg parses a statement's placeholders once and keeps them while its text is at most 4096
@@ -112,11 +133,7 @@ def one_statement_cursor():
     """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own."""
     db = connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
-    cursor = backend.wrapped_cursor(db, Numbered(db.connection))
-    try:
-        yield cursor
-    finally:
-        cursor.close()
+    yield backend.wrapped_cursor(db, _kept(db, Numbered))
 
 
 def send(statements: list) -> None:
