@@ -352,8 +352,8 @@ def _update(model, pk, changes: dict) -> tuple[str, list]:
     return statement, params
 
 
-def _insert_values(obj, fields, db) -> list:
-    getter, relations, own_pre_save = _insert_plan(type(obj), tuple(field for field, _kind in fields))
+def _insert_values(obj, fields, plan, db) -> list:
+    getter, relations, own_pre_save = plan
     for field in relations:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
         if getattr(obj, field.attname) is None:
@@ -366,7 +366,6 @@ def _insert_values(obj, fields, db) -> list:
     return [_prep(field, kind, value, db) for (field, kind), value in zip(fields, values, strict=True)]
 
 
-@functools.cache
 def _insert_plan(model, fields: tuple) -> tuple:
     """How an INSERT of `fields` reads an instance of `model`: all their attributes at once (in C), then
     `pre_save` only for the fields whose class makes it more than reading the attribute (auto_now ones)."""
@@ -427,9 +426,9 @@ def _passes(field) -> type | None:
 
 
 @functools.cache
-def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[str, list]:
-    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, and those fields
-    with `_passes(field)` each.
+def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[str, list, tuple]:
+    """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, those fields
+    with `_passes(field)` each, and how an instance's values for them are read (`_insert_plan`).
 
     One row per statement: a fixed text whose parsed placeholders the driver keeps, where a statement
     of many rows would be parsed anew each time; several go to PostgreSQL in one round trip anyway.
@@ -444,7 +443,7 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
         statement += f" RETURNING {quote(model._meta.pk.column)}"
     else:
         joining.CAST_ROWS[statement] = f"({', '.join(f'CAST(%s AS {f.db_type(connection)})' for f in fields)})"
-    return statement, [(field, _passes(field)) for field in fields]
+    return statement, [(field, _passes(field)) for field in fields], _insert_plan(model, tuple(fields))
 
 
 def _saved(obj) -> None:
@@ -457,9 +456,9 @@ def insert(*objs) -> None:
     if not objs:
         return
     model = type(objs[0])
-    statement, fields = _insert_statement(model, returning=True)
+    statement, fields, plan = _insert_statement(model, returning=True)
     db = connections[DEFAULT_DB_ALIAS]
-    answers = fetch_many([(statement, _insert_values(obj, fields, db)) for obj in objs])
+    answers = fetch_many([(statement, _insert_values(obj, fields, plan, db)) for obj in objs])
     for obj, [(pk,)] in zip(objs, answers, strict=True):
         setattr(obj, model._meta.pk.attname, pk)
         _saved(obj)
@@ -472,8 +471,8 @@ def insert_later(*objs) -> None:
     """
     db = connections[DEFAULT_DB_ALIAS]
     for obj in objs:
-        statement, fields = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
-        _execute(statement, _insert_values(obj, fields, db))
+        statement, fields, plan = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
+        _execute(statement, _insert_values(obj, fields, plan, db))
         _saved(obj)
 
 
