@@ -33,8 +33,9 @@ def record(txn: LoadedRun, saved: Saved) -> None:
         owed += notices.record_overdue(run=run, row=txn.steps[step_id], now=txn.now)
     if owed:
         sql.on_commit(_send_email(run.pk))
-    seen = [key for item in [*txn.new_items, *saved.closed] for key in live.audience(item)]
-    live.touch(live.run(run.organization_id, run.pk), *seen)
+    # The run's own page sees its revision move with this save (runs.live): only those who see its
+    # work items opened or closed need their stamps renewed.
+    live.touch(*(key for item in [*txn.new_items, *saved.closed] for key in live.audience(item)))
     if saved.started or saved.ended:
         sql.on_commit(_count(run, started=saved.started, ended=saved.ended))
 

@@ -7,6 +7,11 @@ shared cache (settings.LIVE_CACHE), so every node reads the same one. A page pol
 was rendered with; an unchanged stamp costs one cache read, and a query only once this process's memory
 of the person's groups (WHO_SECONDS) has run out.
 
+A run page's stamp also holds the run's `revision`, which every save of the run moves (runs.store): so
+an agent's claim, renewal or submission, the commonest writes, reach an open run page without writing
+to the cache at all, and its poll reads the one row by its key. The run's cache stamp is touched only by
+what changes its page without saving the run (a comment, a work item taken or handed over).
+
 A stamp the cache lost is made anew, which only costs each page watching it one refresh. A cache that
 cannot be reached gives no stamp at all (None): the pages then refresh at a slow pace instead, and
 for RESTING_SECONDS this process does not try it again, so no write waits on it.
@@ -95,8 +100,9 @@ def _renew(keys) -> None:
         log.warning("live: could not renew %d change stamps: %s: %s", len(keys), type(exc).__name__, exc)
 
 
-def stamp(keys: list[str]) -> str | None:
-    """One token for all these stamps together; None when the cache cannot be reached."""
+def stamp(keys: list[str], *, run: tuple[int, int] | None = None) -> str | None:
+    """One token for all these stamps together, and for the revision of `run` ((organization, key),
+    for its page); None when the cache cannot be reached."""
     try:
         cache = _cache()
         found = cache.get_many(keys)
@@ -110,7 +116,16 @@ def stamp(keys: list[str]) -> str | None:
         log.warning("live: could not read change stamps: %s: %s", type(exc).__name__, exc)
         return None
     joined = "|".join(f"{key}={found.get(key, '')}" for key in keys)
+    if run is not None:
+        joined += f"|revision={revision(*run)}"
     return hashlib.blake2s(joined.encode(), digest_size=8).hexdigest()
+
+
+def revision(organization_id: int, run_pk: int) -> int | None:
+    """The run's revision, which every save of it moves; None for no such run in the organization."""
+    from .models import Run
+
+    return Run.objects.filter(pk=run_pk, organization_id=organization_id).values_list("revision", flat=True).first()
 
 
 _known: dict = {}

@@ -5,7 +5,7 @@ A person's page watches their own stamp (notices), their groups' and, for an ope
 The page is rendered with the stamp as it was before the view read anything, so a change made while
 it was being read is seen at the first poll. static/js/live.js polls GET /live/ with that stamp: an
 unchanged one answers 204 from the cache alone (after the session and user Django reads for every
-signed-in request); a changed one answers 200 with the new stamp, and the script reads the page again
+signed-in request; a run page's poll also reads its run's revision, by key); a changed one answers 200 with the new stamp, and the script reads the page again
 and swaps in its marked parts (`data-live-part`), never a part someone is typing in.
 """
 
@@ -40,8 +40,9 @@ def _who(user) -> dict | None:
     return live.who(user, load)
 
 
-def watched(user_id: int, who: dict, *, item: str = "", run: str = "") -> list[str]:
-    """The stamps a person's page watches: theirs, their groups', the operators', its item's or run's."""
+def watched(user_id: int, who: dict, *, item: str = "", run: str = "") -> tuple[list[str], tuple | None]:
+    """The stamps a person's page watches (theirs, their groups', the operators', its item's or run's),
+    and its run as `live.stamp` takes it, whose revision it watches too."""
     keys = [live.person(user_id), *(live.group(pk) for pk in who["groups"])]
     if who["operator"]:
         keys.append(live.operators(who["org"]))
@@ -49,9 +50,10 @@ def watched(user_id: int, who: dict, *, item: str = "", run: str = "") -> list[s
     if item_pk is not None:
         keys.append(live.item(who["org"], item_pk))
     run_pk = public_pk(run, "r") if run else None
-    if run_pk is not None:
-        keys.append(live.run(who["org"], run_pk))
-    return keys
+    if run_pk is None:
+        return keys, None
+    keys.append(live.run(who["org"], run_pk))
+    return keys, (who["org"], run_pk)
 
 
 def remember(request, identity, kwargs: dict) -> None:
@@ -63,9 +65,10 @@ def remember(request, identity, kwargs: dict) -> None:
     live.who(identity.user, lambda: who, fresh=True)
     shown = {"item": kwargs.get("item_id", ""), "run": kwargs.get("run_id", "")}
     shown = {key: value for key, value in shown.items() if isinstance(value, str) and value}
+    keys, run = watched(identity.user.pk, who, **shown)
     request.live_page = {
         "url": reverse("live") + ("?" + urlencode(shown) if shown else ""),
-        "since": live.stamp(watched(identity.user.pk, who, **shown)) or "",
+        "since": live.stamp(keys, run=run) or "",
         "every": settings.LIVE_POLL_SECONDS,
     }
 
@@ -79,8 +82,8 @@ def poll(request):
     who = _who(request.user)
     if who is None:
         return JsonResponse({"error": "You are not a member of an organization."}, status=403)
-    keys = watched(request.user.pk, who, item=request.GET.get("item", "")[:40], run=request.GET.get("run", "")[:40])
-    stamp = live.stamp(keys)
+    keys, run = watched(request.user.pk, who, item=request.GET.get("item", "")[:40], run=request.GET.get("run", "")[:40])
+    stamp = live.stamp(keys, run=run)
     if stamp is None:
         return JsonResponse({"stamp": "", "every": FALLBACK_SECONDS})
     if stamp == request.GET.get("since"):

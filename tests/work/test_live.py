@@ -131,3 +131,49 @@ def test_the_pages_mark_their_live_parts_and_carry_no_inline_script(purchase, br
     for html in (inbox, page):
         assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html), "an inline script"
         assert not re.search(r"\son[a-z]+=", html), "an inline event handler"
+
+
+def test_an_agents_claim_and_submission_reach_the_open_run_page_without_a_cache_write(
+        purchase, browser_of, agent, committed):
+    # A run page's stamp holds the run's revision, which every save moves: an agent's writes, the
+    # commonest, reach it without renewing a stamp in the shared cache (runs/live.py).
+    from django.core.cache import caches
+
+    from runs.models import Run, public_pk
+
+    manager = purchase.people["manager"]
+    view = complete_request(purchase.people["buyer"], purchase())
+    run_id = view["run"]["id"]
+    committed(lambda: decide(manager, open_item(view), "approved"))
+    watcher = browser_of(manager)
+    url, since = page_stamp(watcher, f"/runs/{run_id}/")
+    assert url == f"/live/?run={run_id}"
+    assert poll(watcher, url, since).status_code == 204
+    run = Run.objects.get(pk=public_pk(run_id, "r"))
+    cache, key = caches[settings.LIVE_CACHE], live.run(run.organization_id, run.pk)
+    before = cache.get(key)
+    claimed = committed(lambda: agent.write("claim", runId=run_id, stepId="order"))
+    news = poll(watcher, url, since)
+    assert news.status_code == 200
+    since = news.json()["stamp"]
+    assert poll(watcher, url, since).status_code == 204
+    committed(lambda: agent.write("submit", token=claimed["token"], output={"orderId": "PO-1"}, summary="Ordered."))
+    news = poll(watcher, url, since)
+    assert news.status_code == 200 and cache.get(key) == before
+    page = watcher.get(f"/runs/{run_id}/").content.decode()
+    assert "ordered" in page
+    # A comment does not save the run: it renews the run's stamp in the cache, and reaches the page too.
+    since = news.json()["stamp"]
+    committed(lambda: watcher.post(f"/runs/{run_id}/comment/", {"body": "Thanks."}))
+    assert poll(watcher, url, since).status_code == 200 and cache.get(key) != before
+
+
+def test_a_run_pages_poll_reads_the_run_by_its_key_and_nothing_else_of_its_own(purchase, browser_of):
+    view = complete_request(purchase.people["buyer"], purchase())
+    watcher = browser_of(purchase.people["manager"])
+    url, since = page_stamp(watcher, f"/runs/{view['run']['id']}/")
+    poll(watcher, url, since)  # the person's groups are now remembered
+    with CaptureQueriesContext(connection) as queries:
+        assert poll(watcher, url, since).status_code == 204
+    tables = [table for q in queries for table in re.findall(r'FROM "(\w+)"', q["sql"])]
+    assert set(tables) <= {"django_session", "accounts_user", "runs_run"} and tables.count("runs_run") == 1, tables
