@@ -44,8 +44,8 @@ def batched(statements):
     """
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
-    raw = _kept(db, psycopg.ClientCursor, utc=_utc(db))
-    cursor = backend.wrapped_cursor(db, raw)
+    utc = _utc(db)
+    raw = _kept(db, utc=utc)
     with backend.database_errors(db):
         text = ";\n".join(text for text, _params in statements)
         values = [value for _text, params in statements for value in params]
@@ -53,8 +53,22 @@ def batched(statements):
             text = raw.mogrify(text, values)  # the joined text's placeholders parsed once and kept
         else:
             text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
-    cursor.execute(text)
-    yield cursor  # left open: the connection's next batch takes it again (`_kept`)
+    if len(text) <= KEPT_QUERY_TEXT:
+        cursor = backend.wrapped_cursor(db, raw)
+        cursor.execute(text)
+        yield cursor  # left open: the connection's next batch takes it again (`_kept`)
+        return
+    # A cursor holds on to the last text it sent: a large one (a write's rows) goes on a cursor of its own.
+    cursor = backend.wrapped_cursor(db, _client_cursor(db, utc=utc))
+    try:
+        cursor.execute(text)
+        yield cursor
+    finally:
+        cursor.close()
+
+
+# The longest batch, values bound, that goes on the connection's kept cursor (`_kept`).
+KEPT_QUERY_TEXT = 64 * 1024
 
 
 class _Kept(threading.local):
@@ -69,16 +83,21 @@ class _Kept(threading.local):
 _held = _Kept()
 
 
-def _kept(db, cursor_class, *, utc: bool = False):
-    """The connection's cursor of `cursor_class` (reading timestamptz with psycopg's loader when `utc`),
+def _kept(db, *, utc: bool):
+    """The connection's ClientCursor for batches (reading timestamptz with psycopg's loader when `utc`),
     made at its first use, and again for a new connection or once closed."""
     if _held.connection is not db.connection:
         _held.connection, _held.cursors = db.connection, {}
-    raw = _held.cursors.get((cursor_class, utc))
+    raw = _held.cursors.get(utc)
     if raw is None or raw.closed:
-        raw = _held.cursors[cursor_class, utc] = cursor_class(db.connection)
-        if utc:
-            raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
+        raw = _held.cursors[utc] = _client_cursor(db, utc=utc)
+    return raw
+
+
+def _client_cursor(db, *, utc: bool):
+    raw = psycopg.ClientCursor(db.connection)
+    if utc:
+        raw.adapters.register_loader(_TIMESTAMPTZ, _C_TIMESTAMPTZ_LOADER)
     return raw
 
 
@@ -130,10 +149,17 @@ def numbered(text: str) -> str:
 
 @contextmanager
 def one_statement_cursor():
-    """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own."""
+    """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own.
+
+    A new one each time, closed after: a write's values may be large (an uploaded file), and a cursor
+    holds on to the last values it sent."""
     db = connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
-    yield backend.wrapped_cursor(db, _kept(db, Numbered))
+    cursor = backend.wrapped_cursor(db, Numbered(db.connection))
+    try:
+        yield cursor
+    finally:
+        cursor.close()
 
 
 def send(statements: list) -> None:

@@ -363,3 +363,12 @@ def test_a_written_value_with_percent_signs_arrives_unchanged(postgres, agent):
         sql.insert_later(Agent(organization_id=agent.organization_id, name="%(name)s"))
     assert Agent.objects.get(pk=agent.pk).name == "100% %s $1 %%"
     assert Agent.objects.filter(name="%(name)s").exists()
+
+
+def test_a_large_batch_goes_on_a_cursor_of_its_own_and_the_next_batch_still_works(postgres):
+    # A connection keeps one cursor for its batches, which holds on to the last text it sent: a batch
+    # longer than KEPT_QUERY_TEXT with its values bound goes on a cursor of its own, closed after.
+    big = "x" * (sending.KEPT_QUERY_TEXT + 10)
+    for _ in range(2):
+        assert sql.fetch_many([("SELECT length(%s)", [big]), ("SELECT %s::int", [1])]) == [[(len(big),)], [(1,)]]
+        assert sql.fetch_many([("SELECT %s::int", [2]), ("SELECT %s::text", ["three"])]) == [[(2,)], [("three",)]]
