@@ -74,7 +74,9 @@ KEPT_QUERY_TEXT = 64 * 1024
 class _Kept(threading.local):
     """This thread's connection's driver cursors, kept from one use to the next: a cursor keeps the
     adapters it has looked up for the values it sent and the columns it read, which a new one looks up
-    again. A Django connection is used by one thread; a new connection gets new cursors."""
+    again. A Django connection is used by one thread; a new connection gets new cursors. A kept cursor
+    also holds the rows of the thread's last batch until its next one: at most what one read of a
+    tool returns (a run with its steps, whose data RUN_DATA_BYTES bounds)."""
 
     connection = None
     cursors: dict | None = None
@@ -139,12 +141,31 @@ class Numbered(psycopg.RawCursor):
     def execute(self, query, params=None, **kwargs):
         return super().execute(numbered(query), params, **kwargs)
 
+    def executemany(self, query, params_seq, **kwargs):
+        return super().executemany(numbered(query), params_seq, **kwargs)
 
-@functools.lru_cache(maxsize=1024)
+
+# The longest statement text whose numbered form is kept (`numbered`): a write's shape repeats, but a
+# text of many rows (a notice to each of a large group) is kept by nobody.
+KEPT_NUMBERED_TEXT = 8192
+
+
 def numbered(text: str) -> str:
     """`text` with each `%s` as `$1`, `$2`, ... in order and each `%%` as `%`."""
+    return _numbered_kept(text) if len(text) <= KEPT_NUMBERED_TEXT else _numbered(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbered_kept(text: str) -> str:
+    return _numbered(text)
+
+
+def _numbered(text: str) -> str:
     parts = iter(range(1, text.count("%s") + 1))
-    return re.sub(r"%[s%]", lambda found: f"${next(parts)}" if found.group() == "%s" else "%", text)
+    return _PLACEHOLDER.sub(lambda found: f"${next(parts)}" if found.group() == "%s" else "%", text)
+
+
+_PLACEHOLDER = re.compile(r"%[s%]")
 
 
 @contextmanager

@@ -35,7 +35,8 @@ def _key(secret: str) -> bytes:
 
 def lease_id_from(token: str) -> str | None:
     """Return the lease id a token names when its signature verifies, else None."""
-    if not isinstance(token, str) or len(token) > 200:
+    # compare_digest takes ASCII text only: any other token is simply one that does not verify.
+    if not isinstance(token, str) or len(token) > 200 or not token.isascii():
         return None
     parts = token.split(".")
     if len(parts) != 3 or parts[0] != _PREFIX:

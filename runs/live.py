@@ -9,8 +9,9 @@ of the person's groups (WHO_SECONDS) has run out.
 
 A run page's stamp also holds the run's `revision`, which every save of the run moves (runs.store): so
 an agent's claim, renewal or submission, the commonest writes, reach an open run page without writing
-to the cache at all, and its poll reads the one row by its key. The run's cache stamp is touched only by
-what changes its page without saving the run (a comment, a work item taken or handed over).
+to the cache at all, and its poll reads the one row by its key. The run's cache stamp is touched by
+what changes its page without saving the run (a comment, a work item taken or handed over), and,
+with its audience's, when a save opens or closes a work item.
 
 A stamp the cache lost is made anew, which only costs each page watching it one refresh. A cache that
 cannot be reached gives no stamp at all (None): the pages then refresh at a slow pace instead, and

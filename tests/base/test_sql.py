@@ -372,3 +372,10 @@ def test_a_large_batch_goes_on_a_cursor_of_its_own_and_the_next_batch_still_work
     for _ in range(2):
         assert sql.fetch_many([("SELECT length(%s)", [big]), ("SELECT %s::int", [1])]) == [[(len(big),)], [(1,)]]
         assert sql.fetch_many([("SELECT %s::int", [2]), ("SELECT %s::text", ["three"])]) == [[(2,)], [("three",)]]
+
+
+def test_a_long_statement_is_numbered_without_being_kept():
+    text = "SELECT " + ", ".join(["%s"] * 3000) + ", '100%%'"
+    assert len(text) > sending.KEPT_NUMBERED_TEXT
+    numbered = sending.numbered(text)
+    assert numbered.startswith("SELECT $1, $2, ") and numbered.endswith("$3000, '100%'")

@@ -27,3 +27,9 @@ def test_a_token_signed_under_another_secret_or_altered_does_not_verify():
     assert leases.lease_id_from(altered) is None
     assert leases.lease_id_from("apt1." + lease_id) is None
     assert leases.lease_id_from(None) is None
+
+
+def test_a_token_of_any_text_is_refused_as_not_verifying():
+    # Strangers' tokens reach lease_id_from unchecked: text hmac cannot compare, or encode, is no token.
+    for token in ("apt1.é.x", "apt1.\ud800.x", "apt1." + "a" * 32 + ".ü", "", "a.b.c", "." * 3):
+        assert leases.lease_id_from(token) is None, token
