@@ -53,18 +53,16 @@ def batched(statements):
             text = raw.mogrify(text, values)  # the joined text's placeholders parsed once and kept
         else:
             text = ";\n".join(raw.mogrify(statement, params) for statement, params in statements)
-    if len(text) <= KEPT_QUERY_TEXT:
-        cursor = backend.wrapped_cursor(db, raw)
-        cursor.execute(text)
-        yield cursor  # left open: the connection's next batch takes it again (`_kept`)
-        return
-    # A cursor holds on to the last text it sent: a large one (a write's rows) goes on a cursor of its own.
-    cursor = backend.wrapped_cursor(db, _client_cursor(db, utc=utc))
+    # A cursor holds on to the last text it sent: a large one (a write's rows) goes on a cursor of its
+    # own, closed after; the kept one is left open for the connection's next batch (`_kept`).
+    kept = len(text) <= KEPT_QUERY_TEXT
+    cursor = backend.wrapped_cursor(db, raw if kept else _client_cursor(db, utc=utc))
     try:
         cursor.execute(text)
         yield cursor
     finally:
-        cursor.close()
+        if not kept:
+            cursor.close()
 
 
 # The longest batch, values bound, that goes on the connection's kept cursor (`_kept`).

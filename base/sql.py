@@ -203,13 +203,9 @@ def _send_guarded(guard_statement, batch: list) -> None:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
     except joining.NotGuardable as refused:
         raise NeedsLock(str(refused)) from None
-    _pending.sending = True
-    try:
-        with sending.one_statement_cursor() as cursor:
-            cursor.execute(text, params)
-            (applied,) = cursor.fetchone()
-    finally:
-        _pending.sending = False
+    with _sending() as cursor:
+        cursor.execute(text, params)
+        (applied,) = cursor.fetchone()
     if not applied:
         raise Moved("the guarding row changed since it was read")
 
@@ -219,10 +215,17 @@ def _send_new_rows(batch: list) -> None:
         raise NeedsLock("a write of new rows only changed a row that was there before")
     if sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write of new rows too large for one statement")
+    with _sending() as cursor:
+        cursor.execute(*joining.one_statement(batch))
+
+
+@contextmanager
+def _sending():
+    """The cursor an optimistic write's one statement goes on, past the refusal of writes sent at once."""
     _pending.sending = True
     try:
         with sending.one_statement_cursor() as cursor:
-            cursor.execute(*joining.one_statement(batch))
+            yield cursor
     finally:
         _pending.sending = False
 

@@ -30,6 +30,8 @@ from django.core.cache import caches
 
 from base import sql
 
+from .models import Run
+
 log = logging.getLogger(__name__)
 
 KEEP_SECONDS = 7 * 24 * 3600
@@ -124,8 +126,6 @@ def stamp(keys: list[str], *, run: tuple[int, int] | None = None) -> str | None:
 
 def revision(organization_id: int, run_pk: int) -> int | None:
     """The run's revision, which every save of it moves; None for no such run in the organization."""
-    from .models import Run
-
     return Run.objects.filter(pk=run_pk, organization_id=organization_id).values_list("revision", flat=True).first()
 
 
