@@ -7,8 +7,10 @@ import logging
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import exceptions
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -81,4 +83,9 @@ class ToolView(APIView):
             except RequestDataTooBig as exc:
                 raise too_large(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) from exc
             data = call_tool(identity, tool, arguments)
-        return Response({"ok": True, "data": data}, status=status.HTTP_200_OK)
+        # The answer's bytes as DRF's JSON renderer writes them, in a plain response: a tool call's answer
+        # is JSON whatever the request accepts, so it needs none of a DRF Response's negotiated rendering.
+        return HttpResponse(_RENDERER.render({"ok": True, "data": data}), content_type=_RENDERER.media_type)
+
+
+_RENDERER = JSONRenderer()

@@ -7,6 +7,7 @@ config/gunicorn.py) and a scrape adds them up; in one process they live in memor
 
 from __future__ import annotations
 
+import functools
 import os
 
 from prometheus_client import Counter, Histogram
@@ -21,6 +22,20 @@ TOOL_CALLS = Counter(f"{PREFIX}_tool_calls", "Tool calls, by tool and result cod
                      ["tool", "code"])
 TOOL_SECONDS = Histogram(f"{PREFIX}_tool_call_seconds", "Time to answer a tool call, by tool.", ["tool"],
                          buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+
+
+# A labelled child is found by a lookup under a lock; a tool call takes its own once per process.
+@functools.cache
+def tool_calls(tool: str, code: str) -> Counter:
+    """The count of one tool's calls with one result code (tools and codes are the protocol's few)."""
+    return TOOL_CALLS.labels(tool, code)
+
+
+@functools.cache
+def tool_seconds(tool: str) -> Histogram:
+    return TOOL_SECONDS.labels(tool)
+
+
 RUNS_STARTED = Counter(f"{PREFIX}_runs_started", "Runs started, by process and mode.", ["process", "mode"])
 RUNS_ENDED = Counter(f"{PREFIX}_runs_ended", "Runs ended or cancelled, by process and outcome.",
                      ["process", "outcome"])

@@ -1,7 +1,9 @@
 """How statements reach the database: several SELECTs in one round trip, a write's statements as one.
 
-On PostgreSQL several SELECTs go as one simple query (`batched`), each statement's values bound on the
-client by psycopg's ClientCursor.mogrify; their results come one after another. A write's UPDATEs and
+On PostgreSQL several SELECTs go as one statement whose rows come back as JSON (`base.json_rows`, read
+by `one_row`) where JSON spells their values exactly, and otherwise as one simple query (`batched`),
+each statement's values bound on the client by psycopg's ClientCursor.mogrify, their results one after
+another. A write's UPDATEs and
 INSERTs go as one statement of data-modifying `WITH` queries (`base.joining`), atomic on its own, bound
 on the server and prepared by psycopg once its text has run `prepare_threshold` times on a connection
 (settings.DATABASES OPTIONS). It is sent with PostgreSQL's own numbered placeholders (`Numbered`), so
@@ -65,6 +67,23 @@ def batched(statements):
             cursor.close()
 
 
+def one_row(text: str, params: list) -> tuple:
+    """The one row of a SELECT bound on the server (`Numbered`), and so prepared once its text repeats,
+    read on the connection's kept cursor for it."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    cursor = backend.wrapped_cursor(db, _kept(db, utc=None))
+    cursor.execute(text, params)
+    return cursor.fetchone()
+
+
+def utc_session() -> bool:
+    """Whether this connection's session and Django both keep time in UTC (`_utc`), connecting first."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.ensure_connection()
+    return _utc(db)
+
+
 # The longest batch, values bound, that goes on the connection's kept cursor (`_kept`).
 KEPT_QUERY_TEXT = 64 * 1024
 
@@ -83,14 +102,15 @@ class _Kept(threading.local):
 _held = _Kept()
 
 
-def _kept(db, *, utc: bool):
+def _kept(db, *, utc: bool | None):
     """The connection's ClientCursor for batches (reading timestamptz with psycopg's loader when `utc`),
-    made at its first use, and again for a new connection or once closed."""
+    or with `utc` None its `Numbered` cursor for reads of one row (`one_row`), made at its first use, and
+    again for a new connection or once closed."""
     if _held.connection is not db.connection:
         _held.connection, _held.cursors = db.connection, {}
     raw = _held.cursors.get(utc)
     if raw is None or raw.closed:
-        raw = _held.cursors[utc] = _client_cursor(db, utc=utc)
+        raw = _held.cursors[utc] = Numbered(db.connection) if utc is None else _client_cursor(db, utc=utc)
     return raw
 
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 from django.db.models import fields as model_fields
 
-from base import backend, joining, sending
+from base import backend, joining, json_rows, sending
 from base.sending import postgres
 
 
@@ -510,12 +510,15 @@ def select_text(model, where: str, suffix: str = "") -> str:
 
 
 def select_many(queries, *, raw=()) -> list[list]:
-    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL.
+    """Run several `select` queries, (model, where, params, suffix) each, in order: one round trip on PostgreSQL,
+    one prepared statement where their rows can come back as JSON (`base.json_rows`).
 
     `raw` SELECTs, (text, params) each, go after them in the same round trip; their rows come last, as
     the driver returned them.
     """
     statements = [(select_text(model, where, suffix), params) for model, where, params, suffix in queries]
+    if len(statements) + len(raw) > 1 and postgres() and json_rows.serves(queries) and sending.utc_session():
+        return _select_as_json(queries, [*statements, *raw])
     found = fetch_many([*statements, *raw])
     db = connections[DEFAULT_DB_ALIAS]
     built = [
@@ -523,6 +526,18 @@ def select_many(queries, *, raw=()) -> list[list]:
         for (model, *_rest), rows in zip(queries, found[: len(queries)], strict=True)
     ]
     return built + found[len(queries):]
+
+
+def _select_as_json(queries, statements) -> list[list]:
+    """`select_many` as one prepared statement whose rows come back as JSON (`base.json_rows`)."""
+    text = json_rows.statement(tuple(text for text, _params in statements))
+    found = sending.one_row(text, [value for _text, params in statements for value in params])
+    built = [
+        [None if values[_pk_index(model)] is None else backend.loaded(model, DEFAULT_DB_ALIAS, values)
+         for values in json_rows.values(model, rows)]
+        for (model, *_rest), rows in zip(queries, found, strict=False)
+    ]
+    return built + [json_rows.raw_rows(rows) for rows in found[len(queries):]]
 
 
 def select(model, where: str, params, *, suffix: str = "") -> list:

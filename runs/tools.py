@@ -68,8 +68,8 @@ def call_tool(identity: Identity, tool: str, arguments) -> dict:
         code = error.code
         raise
     finally:
-        metrics.TOOL_CALLS.labels(tool, code).inc()
-        metrics.TOOL_SECONDS.labels(tool).observe(time.perf_counter() - started)
+        metrics.tool_calls(tool, code).inc()
+        metrics.tool_seconds(tool).observe(time.perf_counter() - started)
 
 
 # --- lookups ------------------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""Several SELECTs as one statement that PostgreSQL prepares, each one's rows coming back as JSON.
+
+Several SELECTs sent as one simple query (`base.sending.batched`) are parsed and planned by PostgreSQL
+every time they come. Here each becomes a scalar subquery of one SELECT, its rows aggregated into one
+JSON array (`json_agg`): one statement, bound on the server and prepared by psycopg once its text
+repeats, in one round trip. Each row comes back as an object of its columns; `values` turns those
+back into the values the ORM would give for each field, so `base.sql.build` makes the same instances
+either way (tests/base/test_json_rows.py checks this field by field, for every model it may read).
+
+It serves a batch only where every value's JSON form says exactly what the row would have held:
+- every field of each model is of a kind whose JSON form is known (`_KINDS`), and the only
+  converters the ORM runs on its values are a JSONField's own, without a decoder of its own;
+- the session's time zone and Django's are both UTC, so a timestamp's text is the one moment;
+- no query orders its rows (`json_agg` keeps the order of its input only as it happens to come);
+- each `raw` SELECT gives numbers, text, booleans or NULL, under distinct column names (its rows come
+  back as tuples of those values).
+Anything else goes as before, by `base.sending.batched`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import re
+
+from django.db import connection
+from django.db.models import JSONField
+
+from base import backend
+
+# The field kinds (`get_internal_type()`) whose values JSON spells exactly, and how each JSON value
+# becomes the driver's value. None: as it comes.
+_KINDS = {
+    "AutoField": None, "BigAutoField": None, "SmallAutoField": None,
+    "IntegerField": None, "BigIntegerField": None, "SmallIntegerField": None,
+    "PositiveIntegerField": None, "PositiveBigIntegerField": None, "PositiveSmallIntegerField": None,
+    "CharField": None, "TextField": None, "SlugField": None, "EmailField": None,
+    "BooleanField": None,
+    # An integral double comes back as a JSON integer; NaN and the infinities as text float() reads.
+    "FloatField": float,
+    "DateTimeField": dt.datetime.fromisoformat,  # ISO 8601 with the offset, +00:00 in a UTC session
+    "DateField": dt.date.fromisoformat,
+    "JSONField": None,  # the document itself, already parsed (a JSONField's converter would parse its text)
+}
+
+
+@functools.cache
+def _plan(model) -> tuple | None:
+    """Each concrete field's column and how its JSON value becomes the ORM's, in field order; None
+    when one of them has no exact JSON form."""
+    plan = []
+    for field in model._meta.concrete_fields:
+        target = backend.target_field(field) if field.many_to_one or field.one_to_one else field
+        kind = target.get_internal_type()
+        if kind not in _KINDS:
+            return None
+        _col, converters = backend.column_converters(field, model._meta.db_table, connection)
+        if isinstance(field, JSONField):
+            if field.decoder is not None or len(converters) != 1:
+                return None
+        elif converters:
+            return None
+        plan.append((field.column, _KINDS[kind]))
+    return tuple(plan)
+
+
+_ORDERED = re.compile(r"\border\s+by\b", re.IGNORECASE)
+
+
+def serves(queries) -> bool:
+    """Whether these `base.sql.select_many` queries, (model, where, params, suffix) each, can go as one
+    statement here."""
+    return all(_plan(model) is not None and not _ORDERED.search(suffix) for model, _where, _params, suffix in queries)
+
+
+@functools.lru_cache(maxsize=256)
+def statement(selects: tuple[str, ...]) -> str:
+    """One SELECT of each statement's rows as a JSON array (text), in order: NULL where it found none."""
+    return "SELECT " + ", ".join(f"(SELECT json_agg(q)::text FROM ({text}) q)" for text in selects)
+
+
+def values(model, found: str | None) -> list[list]:
+    """The rows of one subquery's JSON array as `base.sql.build` takes them: each field's value in field
+    order, already as the ORM gives it."""
+    if found is None:
+        return []
+    plan = _plan(model)
+    return [[row[column] if read is None or row[column] is None else read(row[column]) for column, read in plan]
+            for row in json.loads(found)]
+
+
+def raw_rows(found: str | None) -> list[tuple]:
+    """The rows of a raw SELECT's JSON array, as tuples of their values in column order."""
+    return [] if found is None else [tuple(row.values()) for row in json.loads(found)]
