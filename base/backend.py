@@ -35,9 +35,10 @@ UNDOCUMENTED = {
     "Signal.has_listeners": ("self", "sender"),
 }
 
-# What `loaded` builds an instance with, which tests/base/test_backend.py checks against Model.from_db
-# for every model: the class of `Model._state` (documented, the class not), and each field's value
-# kept in the instance's `__dict__` under its attname, where Model.__init__ puts it.
+# What `loaded` and `created` build an instance with, which tests/base/test_backend.py checks against
+# Model.from_db and the model's own constructor for every model: the class of `Model._state`
+# (documented, the class not), and each field's value kept in the instance's `__dict__` under its
+# attname, where Model.__init__ puts it.
 UNDOCUMENTED_LOADING = ("django.db.models.base.ModelState", "Model.__dict__[field.attname]")
 
 
@@ -90,6 +91,41 @@ def loaded(model, alias: str, values):
     state.adding = False
     state.db = alias
     return obj
+
+
+def created(model, **values):
+    """A new instance of `model`, as `model(**values)` makes it: each field's default, then each value
+    set as an attribute (a relation through its descriptor, as __init__ sets it), without the rest of
+    Model.__init__'s work for arguments of every other shape. A model with an __init__ of its own, or
+    with pre_init or post_init receivers, is made by its class."""
+    plan = _creating_plan(model)
+    if plan is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+        return model(**values)
+    constant, called, names = plan
+    obj = model.__new__(model)
+    obj.__dict__.update(constant)
+    for attname, field in called:
+        obj.__dict__[attname] = field.get_default()
+    obj._state = ModelState()
+    for name, value in values.items():
+        if name not in names:
+            raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
+        setattr(obj, name, value)
+    return obj
+
+
+@functools.cache
+def _creating_plan(model) -> tuple | None:
+    if _loading_plan(model) is None:
+        return None
+    constant, called, names = {}, [], set()
+    for field in model._meta.concrete_fields:
+        names.update((field.name, field.attname))
+        if field.has_default() and callable(field.default):
+            called.append((field.attname, field))
+        else:
+            constant[field.attname] = field.get_default()
+    return constant, tuple(called), frozenset(names)
 
 
 @functools.cache

@@ -10,6 +10,7 @@ import datetime as dt
 from django.conf import settings
 
 from accounts.identity import Identity
+from base import backend
 from processes.kinds import StepKind
 
 from . import evaluation, leases, passages
@@ -51,8 +52,8 @@ def claim(txn: LoadedRun, *, identity: Identity, step_id: str) -> Lease:
 
 def _issue_lease(txn: LoadedRun, row: RunStep, identity: Identity) -> Lease:
     expires = txn.now + dt.timedelta(seconds=settings.LEASE_SECONDS)
-    lease = Lease(
-        public_id=leases.new_lease_id(), run=txn.run, step=row, holder=identity.ref, issued_at=txn.now, expires_at=expires
+    lease = backend.created(
+        Lease, public_id=leases.new_lease_id(), run=txn.run, step=row, holder=identity.ref, issued_at=txn.now, expires_at=expires
     )
     txn.new_leases.append(lease)
     row.lease = lease

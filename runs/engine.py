@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from accounts.identity import Identity
 from accounts.members import member_by_email
-from base import metrics, sql
+from base import backend, metrics, sql
 from processes.definition import JOIN, StepDef, definition_for, duration_seconds
 from processes.kinds import WORK_KINDS, StepKind
 from processes.models import RoleBinding
@@ -440,7 +440,8 @@ def new_run(
         issues.append(f"inputs: {size} bytes exceed limits.runDataBytes ({settings.RUN_DATA_BYTES})")
     if issues:
         raise Invalid("The inputs do not fit the process.", issues)
-    run = Run(
+    run = backend.created(
+        Run,
         organization=identity.organization,
         version=version,
         process_name=version.frontmatter["name"],
@@ -452,8 +453,8 @@ def new_run(
         updated_at=now,
     )
     steps = {
-        step.id: RunStep(
-            run=run, organization_id=run.organization_id, process_name=run.process_name, version=version,
+        step.id: backend.created(
+            RunStep, run=run, organization_id=run.organization_id, process_name=run.process_name, version=version,
             mode=mode, step_id=step.id, position=step.index, kind=step.kind,
         )
         for step in definition.steps
@@ -493,7 +494,7 @@ def send_event(txn: LoadedRun, *, identity: Identity, name: str, data) -> str | 
         issues.append(f"data: exceeds limits.runDataBytes ({settings.RUN_DATA_BYTES})")
     if issues:
         raise Invalid("The event cannot be held.", issues)
-    event = Event(run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
+    event = backend.created(Event, run=txn.run, name=name, data=data, sent_by=identity.ref, sent_at=txn.now)
     consumed_by = deliver_event(txn, event)
     if consumed_by is None:
         txn.run.holds_events = True

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from accounts.identity import Identity
-from base import sql
+from base import backend, sql
 
 from . import evaluation, leases
 from .canonical import canonical_json
@@ -127,7 +127,8 @@ def _performed(write: Write, perform) -> Outcome:
         stored = {"data": outcome.data}
         if outcome.lease:
             stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
-        sql.insert_later(IdempotencyRecord(
+        sql.insert_later(backend.created(
+            IdempotencyRecord,
             organization=write.identity.organization,
             request_id=write.request_id,
             tool=write.tool,

@@ -8,6 +8,8 @@ none: the operators' figures count real work only.
 
 from __future__ import annotations
 
+from base import backend
+
 from .models import How, Mode, Passage, RunStep
 from .store import LoadedRun
 
@@ -16,8 +18,8 @@ def _passage(txn: LoadedRun, step_id: str, how: str, *, by: str, went_to=None, o
     run = txn.run
     if run.mode == Mode.TEST:
         return
-    txn.passages.append(Passage(
-        organization_id=run.organization_id, run=run, process_name=run.process_name, version_id=run.version_id,
+    txn.passages.append(backend.created(
+        Passage, organization_id=run.organization_id, run=run, process_name=run.process_name, version_id=run.version_id,
         step_id=step_id, how=how, went_to=went_to, outcome=outcome, by=by, at=txn.now, seconds=seconds,
     ))
 

@@ -110,14 +110,21 @@ def keep_document(run, *, started: bool, loaded_data) -> None:
     as the write loaded it (run data is only ever replaced, so an unchanged run holds the same object).
     """
     if started:
-        sql.insert_later(RunSearch(run_id=run.pk, organization_id=run.organization_id, started_at=run.started_at,
+        sql.insert_later(backend.created(RunSearch, run_id=run.pk, organization_id=run.organization_id, started_at=run.started_at,
                                    document=document_of(run.process_name, run.data)))
         return
-    if run.data is loaded_data:
+    if run.data is loaded_data or _searched(run.data) == _searched(loaded_data):
         return
     document = document_of(run.process_name, run.data)
     if document != document_of(run.process_name, loaded_data):
         sql.update(RunSearch, run.pk, {"document": document})
+
+
+def _searched(data) -> tuple:
+    """What of a run's data its document holds words of (`places`): its inputs and its steps' outputs."""
+    data = data or {}
+    steps = data.get("steps") or {}
+    return data.get("inputs"), {step_id: record.get("output") for step_id, record in steps.items() if isinstance(record, dict)}
 
 
 def document_row(run) -> RunSearch:

@@ -73,6 +73,35 @@ def test_an_instance_loaded_is_the_one_from_db_builds(model):
     assert fast.pk is reference.pk
 
 
+@pytest.mark.parametrize("model", _project_models(), ids=lambda model: model._meta.label)
+def test_an_instance_created_is_the_one_its_class_makes(model):
+    # backend.created stands on the same: every field's default where Model.__init__ puts it, and each
+    # value given set as __init__ sets it (a relation's instance cached, its key taken).
+    fast, reference = backend.created(model), model()
+
+    def values(obj):
+        # A default made by calling (a time, a new dict) is another object each time: compared by type.
+        made = {field.attname for field in model._meta.concrete_fields if callable(field.default)}
+        return {k: type(v) if k in made else v for k, v in vars(obj).items() if k != "_state"}
+
+    assert type(fast) is model and values(fast) == values(reference)
+    assert (type(fast._state), fast._state.adding, fast._state.db) == (type(reference._state), True, None)
+    relations = [field for field in model._meta.concrete_fields if field.many_to_one and not field.null]
+    if relations:
+        related = relations[0]
+        target = related.related_model(pk=7)
+        fast, reference = backend.created(model, **{related.name: target}), model(**{related.name: target})
+        assert values(fast) == values(reference)
+        assert getattr(fast, related.attname) == 7 and getattr(fast, related.name) is target
+
+
+def test_created_refuses_what_the_constructor_refuses():
+    from runs.models import Passage
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        backend.created(Passage, colour="red")
+
+
 def test_a_model_with_init_receivers_is_loaded_by_from_db():
     from django.db.models.signals import post_init
 
@@ -89,3 +118,21 @@ def test_a_model_with_init_receivers_is_loaded_by_from_db():
     finally:
         post_init.disconnect(receiver, sender=Agent)
     assert seen == [built]
+
+
+def test_a_model_with_init_receivers_is_created_by_its_class():
+    from django.db.models.signals import post_init
+
+    from accounts.models import Agent
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=Agent)
+    try:
+        made = backend.created(Agent, name="a")
+    finally:
+        post_init.disconnect(receiver, sender=Agent)
+    assert seen == [made] and made.name == "a"
