@@ -85,12 +85,7 @@ def loaded(model, alias: str, values):
     attnames = _loading_plan(model)
     if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
         return model.from_db(alias, None, values)
-    obj = model.__new__(model)
-    obj.__dict__.update(zip(attnames, values, strict=True))
-    state = obj._state = ModelState()
-    state.adding = False
-    state.db = alias
-    return obj
+    return _instance(model, attnames, alias, values)
 
 
 def created(model, **values):
@@ -111,6 +106,23 @@ def created(model, **values):
         if name not in names:
             raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
         setattr(obj, name, value)
+    return obj
+
+
+def loaded_rows(model, alias: str, rows) -> list:
+    """`loaded` for each row of `rows`, whether the model's receivers listen asked once for them all."""
+    attnames = _loading_plan(model)
+    if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+        return [model.from_db(alias, None, values) for values in rows]
+    return [_instance(model, attnames, alias, values) for values in rows]
+
+
+def _instance(model, attnames: tuple, alias: str, values):
+    obj = model.__new__(model)
+    obj.__dict__.update(zip(attnames, values, strict=True))
+    state = obj._state = ModelState()
+    state.adding = False
+    state.db = alias
     return obj
 
 

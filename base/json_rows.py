@@ -3,13 +3,15 @@
 Several SELECTs sent as one simple query (`base.sending.batched`) are parsed and planned by PostgreSQL
 every time they come. Here each becomes a scalar subquery of one SELECT, its rows aggregated into one
 JSON array (`json_agg`): one statement, bound on the server and prepared by psycopg once its text
-repeats, in one round trip. Each row comes back as an object of its columns; `values` turns those
-back into the values the ORM would give for each field, so `base.sql.build` makes the same instances
-either way (tests/base/test_json_rows.py checks this field by field, for every model it may read).
+repeats, in one round trip. A model's row comes back as an array of its columns (`json_build_array`,
+which spares the names on every row); `values` turns each back into the values the ORM would give
+for each field, so `base.backend.loaded` makes the same instances either way
+(tests/runs/test_json_rows.py checks this field by field, for every model it may read).
 
 It serves a batch only where every value's JSON form says exactly what the row would have held:
 - every field of each model is of a kind whose JSON form is known (`_KINDS`), and the only
-  converters the ORM runs on its values are a JSONField's own, without a decoder of its own;
+  converters the ORM runs on its values are a JSONField's own, without a decoder of its own (and
+  a model has at most 100 columns, the most arguments a PostgreSQL function takes);
 - the session's time zone and Django's are both UTC, so a timestamp's text is the one moment;
 - no query orders its rows (`json_agg` keeps the order of its input only as it happens to come);
 - each `raw` SELECT gives numbers, text, booleans or NULL, under distinct column names (its rows come
@@ -29,6 +31,9 @@ from django.db.models import JSONField
 
 from base import backend
 
+# The most arguments a PostgreSQL function takes (FUNC_MAX_ARGS): json_build_array's columns.
+MAX_COLUMNS = 100
+
 # The field kinds (`get_internal_type()`) whose values JSON spells exactly, and how each JSON value
 # becomes the driver's value. None: as it comes.
 _KINDS = {
@@ -47,10 +52,12 @@ _KINDS = {
 
 @functools.cache
 def _plan(model) -> tuple | None:
-    """Each concrete field's column and how its JSON value becomes the ORM's, in field order; None
-    when one of them has no exact JSON form."""
+    """Where in a row a JSON value needs reading to become the ORM's, and how, (position, read) each;
+    None when a field of the model has no exact JSON form."""
+    if len(model._meta.concrete_fields) > MAX_COLUMNS:
+        return None
     plan = []
-    for field in model._meta.concrete_fields:
+    for position, field in enumerate(model._meta.concrete_fields):
         target = backend.target_field(field) if field.many_to_one or field.one_to_one else field
         kind = target.get_internal_type()
         if kind not in _KINDS:
@@ -61,7 +68,8 @@ def _plan(model) -> tuple | None:
                 return None
         elif converters:
             return None
-        plan.append((field.column, _KINDS[kind]))
+        if _KINDS[kind] is not None:
+            plan.append((position, _KINDS[kind]))
     return tuple(plan)
 
 
@@ -74,20 +82,34 @@ def serves(queries) -> bool:
     return all(_plan(model) is not None and not _ORDERED.search(suffix) for model, _where, _params, suffix in queries)
 
 
+@functools.cache
+def select_text(model, where: str, suffix: str) -> str:
+    """`SELECT json_build_array(<the model's columns>) AS r FROM <its table> t WHERE <where> <suffix>`."""
+    columns = ", ".join(f"t.{backend.quote_name(field.column)}" for field in model._meta.concrete_fields)
+    return f"SELECT json_build_array({columns}) AS r FROM {backend.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
+
+
 @functools.lru_cache(maxsize=256)
-def statement(selects: tuple[str, ...]) -> str:
-    """One SELECT of each statement's rows as a JSON array (text), in order: NULL where it found none."""
-    return "SELECT " + ", ".join(f"(SELECT json_agg(q)::text FROM ({text}) q)" for text in selects)
+def statement(models: tuple[str, ...], raw: tuple[str, ...]) -> str:
+    """One SELECT of each statement's rows as a JSON array (text), in order, NULL where it found none:
+    first the `select_text` ones, each row an array, then the raw ones, each row an object."""
+    return "SELECT " + ", ".join(
+        [f"(SELECT json_agg(q.r)::text FROM ({text}) q)" for text in models]
+        + [f"(SELECT json_agg(q)::text FROM ({text}) q)" for text in raw]
+    )
 
 
 def values(model, found: str | None) -> list[list]:
-    """The rows of one subquery's JSON array as `base.sql.build` takes them: each field's value in field
+    """The rows of one model's JSON array as `base.backend.loaded` takes them: each field's value in field
     order, already as the ORM gives it."""
     if found is None:
         return []
-    plan = _plan(model)
-    return [[row[column] if read is None or row[column] is None else read(row[column]) for column, read in plan]
-            for row in json.loads(found)]
+    rows = json.loads(found)
+    for position, read in _plan(model):
+        for row in rows:
+            if row[position] is not None:
+                row[position] = read(row[position])
+    return rows
 
 
 def raw_rows(found: str | None) -> list[tuple]:

@@ -516,9 +516,9 @@ def select_many(queries, *, raw=()) -> list[list]:
     `raw` SELECTs, (text, params) each, go after them in the same round trip; their rows come last, as
     the driver returned them.
     """
+    if len(queries) + len(raw) > 1 and postgres() and json_rows.serves(queries) and sending.utc_session():
+        return _select_as_json(queries, raw)
     statements = [(select_text(model, where, suffix), params) for model, where, params, suffix in queries]
-    if len(statements) + len(raw) > 1 and postgres() and json_rows.serves(queries) and sending.utc_session():
-        return _select_as_json(queries, [*statements, *raw])
     found = fetch_many([*statements, *raw])
     db = connections[DEFAULT_DB_ALIAS]
     built = [
@@ -528,13 +528,17 @@ def select_many(queries, *, raw=()) -> list[list]:
     return built + found[len(queries):]
 
 
-def _select_as_json(queries, statements) -> list[list]:
+def _select_as_json(queries, raw) -> list[list]:
     """`select_many` as one prepared statement whose rows come back as JSON (`base.json_rows`)."""
-    text = json_rows.statement(tuple(text for text, _params in statements))
-    found = sending.one_row(text, [value for _text, params in statements for value in params])
+    text = json_rows.statement(
+        tuple(json_rows.select_text(model, where, suffix) for model, where, _params, suffix in queries),
+        tuple(text for text, _params in raw),
+    )
+    params = [value for _model, _where, values, _suffix in queries for value in values]
+    found = sending.one_row(text, params + [value for _text, values in raw for value in values])
+    # Each query reads one table by itself (`select_text`): no row has a NULL key, as a LEFT JOIN's may.
     built = [
-        [None if values[_pk_index(model)] is None else backend.loaded(model, DEFAULT_DB_ALIAS, values)
-         for values in json_rows.values(model, rows)]
+        backend.loaded_rows(model, DEFAULT_DB_ALIAS, json_rows.values(model, rows))
         for (model, *_rest), rows in zip(queries, found, strict=False)
     ]
     return built + [json_rows.raw_rows(rows) for rows in found[len(queries):]]

@@ -17,11 +17,24 @@ def written_fields(model) -> tuple[str, ...]:
 
 
 @functools.cache
-def _values(model):
-    """A function reading the written fields of an instance of `model` as a tuple (operator.attrgetter, in C)."""
+def _getters(model) -> tuple:
+    """Two functions reading the written fields of an instance of `model` as a tuple, in C: from the
+    instance's `__dict__`, where each field's value is kept under its attname (base.backend,
+    UNDOCUMENTED_LOADING), without a foreign key's descriptor per read; and through its attributes."""
     names = written_fields(model)
-    getter = operator.attrgetter(*names)
-    return getter if len(names) > 1 else (lambda obj: (getter(obj),))
+    if len(names) == 1:
+        return (lambda values: (values[names[0]],)), (lambda obj: (getattr(obj, names[0]),))
+    return operator.itemgetter(*names), operator.attrgetter(*names)
+
+
+def _values(model, obj) -> tuple:
+    """The written fields' values of `obj`: read through its attributes only where one is not in its
+    `__dict__` (a deferred field, which reading loads)."""
+    kept, read = _getters(model)
+    try:
+        return kept(obj.__dict__)
+    except KeyError:
+        return read(obj)
 
 
 @functools.cache
@@ -65,7 +78,7 @@ def remember(obj, *, by_identity: frozenset = frozenset()):
     compared by identity instead (a large document a write only ever replaces, never alters).
     """
     model = type(obj)
-    obj.loaded_values = _kept(model, _values(model)(obj), by_identity)
+    obj.loaded_values = _kept(model, _values(model, obj), by_identity)
     obj.loaded_by_identity = by_identity
     return obj
 
@@ -77,7 +90,7 @@ def changes(obj) -> dict:
     """
     model = type(obj)
     names = written_fields(model)
-    now = _values(model)(obj)
+    now = _values(model, obj)
     loaded = getattr(obj, "loaded_values", None)
     if loaded is None:
         return dict(zip(names, now, strict=True))

@@ -152,3 +152,13 @@ def test_every_field_of_a_new_lease_is_written(world):
 def test_what_a_write_saves_is_every_concrete_field_but_the_key():
     for model in (Run, RunStep, WorkItem, Lease):
         assert tracked.written_fields(model) == tuple(written(model))
+
+
+def test_an_instance_with_a_deferred_field_is_remembered_through_its_attributes(world):
+    # Values are read from the instance's __dict__; a field left out of the query is not there, and is
+    # read (and so loaded) through the model as the ORM reads it.
+    run = Run.objects.only("id", "state").get(pk=Run.objects.values_list("pk", flat=True).first())
+    tracked.remember(run)
+    assert tracked.changes(run) == {}
+    run.seq += 1
+    assert tracked.changes(run) == {"seq": run.seq}
