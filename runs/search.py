@@ -104,20 +104,22 @@ def matched(process_name: str, data: dict, words: list[str]) -> list[str]:
 
 
 def keep_document(run, *, started: bool, loaded_data) -> None:
-    """Write a run's document with the run's write: inserted as it starts, replaced when its words change.
+    """Write a run's document with the run's write: inserted as it starts, replaced when what its words
+    come from changes (`_searched`).
 
     Called from runs.effects.record; the statements join the write's batch. `loaded_data` is the run's data
     as the write loaded it (run data is only ever replaced, so an unchanged run holds the same object).
     """
     if started:
-        sql.insert_later(backend.created(RunSearch, run_id=run.pk, organization_id=run.organization_id, started_at=run.started_at,
-                                   document=document_of(run.process_name, run.data)))
+        sql.insert_later(backend.created(
+            RunSearch, run_id=run.pk, organization_id=run.organization_id, started_at=run.started_at,
+            document=document_of(run.process_name, run.data),
+        ))
         return
     if run.data is loaded_data or _searched(run.data) == _searched(loaded_data):
         return
-    document = document_of(run.process_name, run.data)
-    if document != document_of(run.process_name, loaded_data):
-        sql.update(RunSearch, run.pk, {"document": document})
+    # What its words come from changed (an output came, an input was corrected): written as it is now.
+    sql.update(RunSearch, run.pk, {"document": document_of(run.process_name, run.data)})
 
 
 def _searched(data) -> tuple:
