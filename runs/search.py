@@ -81,12 +81,31 @@ def places(process_name: str, data: dict) -> list[Place]:
     return found
 
 
+def _texts(value):
+    """The text of every string and number at any depth of a value: `_values` without the paths."""
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from _texts(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _texts(inner)
+    elif isinstance(value, str):
+        yield value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield str(value)
+
+
 def document_of(process_name: str, data: dict) -> str:
-    """A run's search document: its places' distinct words, lowercased, each after a space."""
-    seen: dict[str, None] = {}
-    for place in places(process_name, data):
-        seen.update(dict.fromkeys(place.words()))
-    document = "".join(f" {word}" for word in seen)
+    """A run's search document: its places' distinct words (`places`, in their order), lowercased, each
+    after a space. The texts are read without their paths, and their words found in one pass."""
+    data = data or {}
+    texts = [step_title(process_name), *_texts(data.get("inputs") or {})]
+    for record in (data.get("steps") or {}).values():
+        output = record.get("output") if isinstance(record, dict) else None
+        if output is not None:
+            texts.extend(_texts(output))
+    # A line break is no letter or digit: no word runs from one text into the next.
+    document = "".join(f" {word}" for word in dict.fromkeys(words_of("\n".join(texts))))
     return document[:MAX_DOCUMENT]
 
 

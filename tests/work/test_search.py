@@ -244,3 +244,14 @@ def test_the_search_document_keeps_letters_and_digits_of_any_script():
     assert search_words("  ZÜR  t-10 zür ") == ["zür", "t", "10"]
     assert matched("laptop-request", data, ["zür"]) == ["input city: Zürich"]
     assert matched("laptop-request", data, ["7"]) == ["output of Review, n: 7.5"]
+
+
+def test_the_document_holds_the_words_of_every_place_a_search_looks_in_their_order():
+    from runs.search import document_of, places
+
+    data = {"inputs": {"who": {"names": ["Ana Lima", {"nick": "al"}], "age": 41}, "note": "ANA again", "ok": False},
+            "steps": {"a": {"output": {"items": [1.5, "Desk lamp"], "empty": None}}, "b": "odd", "c": {"output": None},
+                      "d": {"at": "2026-01-01"}, "e": {"output": "Lamp, desk; chair"}}}
+    words = dict.fromkeys(word for place in places("buy-things", data) for word in place.words())
+    assert document_of("buy-things", data) == "".join(f" {word}" for word in words)
+    assert document_of("buy-things", data) == " buy things ana lima al 41 again 1 5 desk lamp chair"
