@@ -89,22 +89,29 @@ def loaded(model, alias: str, values):
 
 
 def created(model, **values):
-    """A new instance of `model`, as `model(**values)` makes it: each field's default, then each value
-    set as an attribute (a relation through its descriptor, as __init__ sets it), without the rest of
-    Model.__init__'s work for arguments of every other shape. A model with an __init__ of its own, or
+    """A new instance of `model`, as `model(**values)` makes it from fields given by name or attname:
+    each other field's default, then each value set as an attribute (a relation through its
+    descriptor, as __init__ sets it), without the rest of Model.__init__'s work for arguments of every
+    other shape (positional values, properties such as `pk`). A model with an __init__ of its own, or
     with pre_init or post_init receivers, is made by its class."""
     plan = _creating_plan(model)
     if plan is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
         return model(**values)
-    constant, called, names = plan
+    constant, called, attnames = plan
+    given = set()
+    for name in values:
+        attname = attnames.get(name)
+        if attname is None:
+            raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
+        given.add(attname)
     obj = model.__new__(model)
-    obj.__dict__.update(constant)
+    # A field given is set only once, as __init__ sets it: a guarded one (runs.transitions) refuses a second.
+    obj.__dict__.update(constant if not given else {k: v for k, v in constant.items() if k not in given})
     for attname, field in called:
-        obj.__dict__[attname] = field.get_default()
+        if attname not in given:
+            obj.__dict__[attname] = field.get_default()
     obj._state = ModelState()
     for name, value in values.items():
-        if name not in names:
-            raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
         setattr(obj, name, value)
     return obj
 
@@ -130,14 +137,14 @@ def _instance(model, attnames: tuple, alias: str, values):
 def _creating_plan(model) -> tuple | None:
     if _loading_plan(model) is None:
         return None
-    constant, called, names = {}, [], set()
+    constant, called, attnames = {}, [], {}
     for field in model._meta.concrete_fields:
-        names.update((field.name, field.attname))
+        attnames[field.name] = attnames[field.attname] = field.attname
         if field.has_default() and callable(field.default):
             called.append((field.attname, field))
         else:
             constant[field.attname] = field.get_default()
-    return constant, tuple(called), frozenset(names)
+    return constant, tuple(called), attnames
 
 
 @functools.cache

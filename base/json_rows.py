@@ -14,8 +14,11 @@ It serves a batch only where every value's JSON form says exactly what the row w
   a model has at most 100 columns, the most arguments a PostgreSQL function takes);
 - the session's time zone and Django's are both UTC, so a timestamp's text is the one moment;
 - no query orders its rows (`json_agg` keeps the order of its input only as it happens to come);
-- each `raw` SELECT gives numbers, text, booleans or NULL, under distinct column names (its rows come
-  back as tuples of those values).
+- no query locks its rows: one statement reads with one snapshot, taken before a lock's wait, so
+  rows read beside a locked one would be as they were before the lock holder committed, where each
+  statement of a batch takes its snapshot once the one before it has its lock;
+- each `raw` SELECT is one its caller registered as giving one integer per row (`integer_rows`), which
+  comes back as a tuple of it.
 Anything else goes as before, by `base.sending.batched`.
 """
 
@@ -43,7 +46,7 @@ _KINDS = {
     "CharField": None, "TextField": None, "SlugField": None, "EmailField": None,
     "BooleanField": None,
     # An integral double comes back as a JSON integer; NaN and the infinities as text float() reads.
-    "FloatField": float,
+    "FloatField": float,  # sent as text (`_column`): JSON has no -0, NaN or infinities
     "DateTimeField": dt.datetime.fromisoformat,  # ISO 8601 with the offset, +00:00 in a UTC session
     "DateField": dt.date.fromisoformat,
     "JSONField": None,  # the document itself, already parsed (a JSONField's converter would parse its text)
@@ -73,20 +76,37 @@ def _plan(model) -> tuple | None:
     return tuple(plan)
 
 
-_ORDERED = re.compile(r"\border\s+by\b", re.IGNORECASE)
+_ORDERED_OR_LOCKED = re.compile(r"\border\s+by\b|\bfor\s+(?:no\s+key\s+update|key\s+share|update|share)\b", re.IGNORECASE)
+
+# Raw SELECTs whose every row is one integer (a key from a sequence, a row's id), which JSON spells
+# exactly: registered by their callers (`integer_rows`).
+_INTEGER_ROWS: set[str] = set()
 
 
-def serves(queries) -> bool:
-    """Whether these `base.sql.select_many` queries, (model, where, params, suffix) each, can go as one
-    statement here."""
-    return all(_plan(model) is not None and not _ORDERED.search(suffix) for model, _where, _params, suffix in queries)
+def integer_rows(text: str) -> str:
+    """Register a SELECT whose every row is one integer, so it can go in a statement here; return it."""
+    _INTEGER_ROWS.add(text)
+    return text
+
+
+def serves(queries, raw=()) -> bool:
+    """Whether these `base.sql.select_many` queries, (model, where, params, suffix) each, and raw SELECTs,
+    (text, params) each, can go as one statement here."""
+    return all(
+        _plan(model) is not None and not _ORDERED_OR_LOCKED.search(suffix) for model, _where, _params, suffix in queries
+    ) and all(text in _INTEGER_ROWS for text, _params in raw)
 
 
 @functools.cache
 def select_text(model, where: str, suffix: str) -> str:
     """`SELECT json_build_array(<the model's columns>) AS r FROM <its table> t WHERE <where> <suffix>`."""
-    columns = ", ".join(f"t.{backend.quote_name(field.column)}" for field in model._meta.concrete_fields)
+    columns = ", ".join(_column(field) for field in model._meta.concrete_fields)
     return f"SELECT json_build_array({columns}) AS r FROM {backend.quote_name(model._meta.db_table)} t WHERE {where} {suffix}"
+
+
+def _column(field) -> str:
+    column = f"t.{backend.quote_name(field.column)}"
+    return f"{column}::text" if field.get_internal_type() == "FloatField" else column
 
 
 @functools.lru_cache(maxsize=256)

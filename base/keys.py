@@ -7,6 +7,7 @@ import functools
 
 from django.db import connection
 
+from base import json_rows
 from base.sql import fetch_many, postgres
 
 
@@ -26,7 +27,7 @@ def next_ids(model, count: int = 1) -> tuple[str, list] | None:
     if not postgres():
         return None
     name = _sequence(model).replace("'", "''")
-    return f"SELECT nextval('{name}') FROM generate_series(1, %s)", [count]
+    return json_rows.integer_rows(f"SELECT nextval('{name}') FROM generate_series(1, %s)"), [count]
 
 
 def reserve_keys(groups) -> bool:

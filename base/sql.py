@@ -516,7 +516,7 @@ def select_many(queries, *, raw=()) -> list[list]:
     `raw` SELECTs, (text, params) each, go after them in the same round trip; their rows come last, as
     the driver returned them.
     """
-    if len(queries) + len(raw) > 1 and postgres() and json_rows.serves(queries) and sending.utc_session():
+    if len(queries) + len(raw) > 1 and postgres() and json_rows.serves(queries, raw) and sending.utc_session():
         return _select_as_json(queries, raw)
     statements = [(select_text(model, where, suffix), params) for model, where, params, suffix in queries]
     found = fetch_many([*statements, *raw])

@@ -12,6 +12,7 @@ per word over the document, each word of which follows a space.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -141,11 +142,13 @@ def keep_document(run, *, started: bool, loaded_data) -> None:
     sql.update(RunSearch, run.pk, {"document": document_of(run.process_name, run.data)})
 
 
-def _searched(data) -> tuple:
-    """What of a run's data its document holds words of (`places`): its inputs and its steps' outputs."""
+def _searched(data) -> str:
+    """What of a run's data its document holds words of (`places`): its inputs and its steps' outputs, as
+    JSON text, which tells 1 from 1.0 and true and keeps the order of keys, as the document does."""
     data = data or {}
     steps = data.get("steps") or {}
-    return data.get("inputs"), {step_id: record.get("output") for step_id, record in steps.items() if isinstance(record, dict)}
+    return json.dumps([data.get("inputs"), [[step_id, record.get("output")] for step_id, record in steps.items()
+                                            if isinstance(record, dict)]], ensure_ascii=False)
 
 
 def document_row(run) -> RunSearch:

@@ -19,7 +19,7 @@ from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from accounts.identity import Identity
-from base import backend, keys, metrics, names, sql
+from base import backend, json_rows, keys, metrics, names, sql
 from processes.capabilities import TOOLS, check_limits, enabled_profiles
 from processes.definition import definition_for
 from processes.kinds import StepKind
@@ -280,7 +280,7 @@ def _published_query(identity: Identity, name: str, number: int | None) -> tuple
     if number is not None:
         statement += " AND v.number = %s"
         params.append(int(number))
-    return statement + " ORDER BY v.number DESC LIMIT 1", params
+    return json_rows.integer_rows(statement + " ORDER BY v.number DESC LIMIT 1"), params
 
 
 def _storable_version(number: int) -> bool:

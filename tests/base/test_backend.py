@@ -102,6 +102,14 @@ def test_created_refuses_what_the_constructor_refuses():
         backend.created(Passage, colour="red")
 
 
+def test_a_guarded_field_given_is_set_once_as_the_constructor_sets_it():
+    from runs.models import Run, RunStep
+
+    # A state field refuses a second assignment (runs.transitions): its default must not come first.
+    assert backend.created(Run, state="waiting").state == Run(state="waiting").state == "waiting"
+    assert backend.created(RunStep, state="ready", attempt=2).attempt == 2
+
+
 def test_a_model_with_init_receivers_is_loaded_by_from_db():
     from django.db.models.signals import post_init
 

@@ -255,3 +255,18 @@ def test_the_document_holds_the_words_of_every_place_a_search_looks_in_their_ord
     words = dict.fromkeys(word for place in places("buy-things", data) for word in place.words())
     assert document_of("buy-things", data) == "".join(f" {word}" for word in words)
     assert document_of("buy-things", data) == " buy things ana lima al 41 again 1 5 desk lamp chair"
+
+
+def test_a_document_is_left_as_it_is_only_while_what_its_words_come_from_reads_the_same():
+    from runs import search
+
+    # Numbers of one value but another type, and keys in another order, make another document.
+    for before, after in [({"inputs": {"n": 1}}, {"inputs": {"n": 1.0}}), ({"inputs": {"n": 1}}, {"inputs": {"n": True}}),
+                          ({"inputs": {"a": "x", "b": "y"}}, {"inputs": {"b": "y", "a": "x"}}),
+                          ({"steps": {"s": {"output": {"n": 1}}}}, {"steps": {"s": {"output": {"n": 1.0}}}})]:
+        assert search.document_of("p", before) != search.document_of("p", after)
+        assert search._searched(before) != search._searched(after)
+    same = {"inputs": {"a": "x"}, "steps": {"s": {"output": {"n": 2}, "at": "then"}}}
+    moved = {"inputs": {"a": "x"}, "steps": {"s": {"output": {"n": 2}, "at": "now"}}, "checks": {}}
+    assert search._searched(same) == search._searched(moved)
+    assert search.document_of("p", same) == search.document_of("p", moved)
