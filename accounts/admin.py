@@ -1,5 +1,7 @@
 """Admin for organizations, people, their memberships, groups and agents."""
 
+from allauth.idp.oidc.admin import ClientAdmin as OIDCClientAdmin
+from allauth.idp.oidc.models import Client as OIDCClient
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import admin as auth_admin
@@ -13,6 +15,31 @@ from accounts import connections
 from accounts.models import Agent, Group, Membership, Organization, User
 from accounts.oauth import absolute_url, name_taken, new_secret, save_new_agent
 from base.names import name_problem
+
+# The longest search the admin's lists run, as the people's search (work.search.MAX_QUERY): a longer
+# term would cost a scan of every row for nothing, and SQLite refuses a LIKE pattern over 50,000 bytes.
+MAX_SEARCH = 200
+
+
+class CappedSearch:
+    """A ModelAdmin whose list finds nothing for a search longer than MAX_SEARCH characters, and says why."""
+
+    def get_search_results(self, request, queryset, search_term):
+        if len(search_term) > MAX_SEARCH:
+            messages.warning(request, f"A search can be at most {MAX_SEARCH} characters long; this one is {len(search_term)}.")
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)
+
+
+# allauth's list of OAuth clients searches too (its admin registers first: allauth comes before this app).
+if admin.site.is_registered(OIDCClient):
+    admin.site.unregister(OIDCClient)
+
+
+@admin.register(OIDCClient)
+class ClientAdmin(CappedSearch, OIDCClientAdmin):
+    pass
+
 
 # Django's own permission groups are not the groups roles bind to; hiding them avoids confusing the two.
 if admin.site.is_registered(AuthGroup):
@@ -64,7 +91,7 @@ class GroupMembershipInline(admin.TabularInline):
 
 
 @admin.register(User)
-class UserAdmin(auth_admin.UserAdmin):
+class UserAdmin(CappedSearch, auth_admin.UserAdmin):
     form = EmailUserChangeForm
     add_form = EmailUserCreationForm
     fieldsets = (
@@ -99,14 +126,14 @@ class UserAdmin(auth_admin.UserAdmin):
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(CappedSearch, admin.ModelAdmin):
     list_display = ("slug", "name", "created_at")
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(CappedSearch, admin.ModelAdmin):
     list_display = ("user", "organization", "is_operator")
     list_filter = ("organization", "is_operator")
     search_fields = ("user__email",)
@@ -114,7 +141,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(Group)
-class GroupAdmin(admin.ModelAdmin):
+class GroupAdmin(CappedSearch, admin.ModelAdmin):
     list_display = ("name", "organization", "member_count")
     list_filter = ("organization",)
     search_fields = ("name",)
@@ -165,7 +192,7 @@ class AgentKind(admin.SimpleListFilter):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(CappedSearch, admin.ModelAdmin):
     """Agents: adding one makes its OAuth client and shows the client id and secret once.
 
     Agents that people connected from an MCP client are listed too; they can be disconnected here, but

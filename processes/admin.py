@@ -10,6 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from accounts.admin import CappedSearch
 from processes import publishing
 from processes.forms import BindingForm, ImportForm
 from processes.maps import process_map
@@ -44,7 +45,7 @@ class VersionInline(admin.TabularInline):
 
 
 @admin.register(Process)
-class ProcessAdmin(admin.ModelAdmin):
+class ProcessAdmin(CappedSearch, admin.ModelAdmin):
     """Processes exist because a version was published; they are read here, not edited."""
 
     list_display = ("name", "organization", "latest_version_display", "created_at")
@@ -73,7 +74,7 @@ class ProcessAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProcessVersion)
-class ProcessVersionAdmin(admin.ModelAdmin):
+class ProcessVersionAdmin(CappedSearch, admin.ModelAdmin):
     """A published version is read-only everywhere (spec §6 rule 5)."""
 
     list_display = ("process", "number", "organization", "short_sha256", "published_by", "published_at")
@@ -137,7 +138,7 @@ class ProcessVersionAdmin(admin.ModelAdmin):
 
 
 @admin.register(Draft)
-class DraftAdmin(admin.ModelAdmin):
+class DraftAdmin(CappedSearch, admin.ModelAdmin):
     """Drafts come from the import view; their page binds roles and publishes (spec §7)."""
 
     list_display = ("__str__", "organization", "status", "created_by", "created_at")
