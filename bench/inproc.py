@@ -16,6 +16,9 @@ tests/runs/test_round_trips.py counts them, but for the whole request).
 layer of the write path, and once with that layer's reads and writes done by the plain Django ORM
 (bench/orm_store.py), and prints the two side by side.
 
+`--ledger RUNS` runs each scenario RUNS more times with the server's stages timed (bench/ledger.py)
+and prints where a tool call's app CPU goes, stage by stage, beside the floor's.
+
 `--profile SCENARIO` runs that scenario under cProfile after the measurement (with `--orm`, through
 the ORM) and prints the functions with the most time of their own and with the most time under them;
 `--profile-out FILE` also writes the whole profile to FILE (`python -m pstats FILE`).
@@ -112,6 +115,7 @@ class Caller:
         self.trips: Counter = Counter()  # (mode, label): round trips
         self.traced: Counter = Counter()  # (mode, label): calls whose round trips were counted
         self.started: dict[str, list[str]] = {}  # mode: the runs started in it
+        self.ledger = None  # a bench.ledger.Ledger the requests are counted in, while one is installed
 
     def post(self, path: str, body: dict, label: str) -> dict:
         payload = json.dumps(body).encode()
@@ -120,6 +124,9 @@ class Caller:
                 status, body_bytes = request(self.handler, path, payload, "application/json", f"Bearer {self.token}")
             self.trips[self.mode, label] += wire.count
             self.traced[self.mode, label] += 1
+        elif self.ledger is not None:
+            with self.ledger.request("floor" if label == "floor" else "tool call"):
+                status, body_bytes = request(self.handler, path, payload, "application/json", f"Bearer {self.token}")
         else:
             started = time.process_time()
             status, body_bytes = request(self.handler, path, payload, "application/json", f"Bearer {self.token}")
@@ -181,6 +188,7 @@ def backend_seconds(pid: int) -> float:
 
 # How each mode's reads and writes are done: through base.sql, or with its functions swapped for the ORM.
 MODES = {"layer": contextlib.nullcontext, "orm": plain_orm}
+MODE_NAMES = {"layer": "base.sql", "orm": "plain ORM"}
 
 
 def main() -> None:
@@ -190,6 +198,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=30, help="runs of each scenario before measuring")
     parser.add_argument("--orm", action="store_true", help="measure the plain ORM beside base.sql, taking turns")
     parser.add_argument("--count", type=int, default=10, help="runs of each scenario whose round trips are counted")
+    parser.add_argument("--ledger", type=int, default=0, metavar="RUNS",
+                        help="run each scenario RUNS more times and print its app CPU stage by stage")
     parser.add_argument("--profile", choices=sorted(SCENARIOS), help="profile this scenario afterwards")
     parser.add_argument("--profile-out", metavar="FILE", help="also write the profile to FILE, for pstats or snakeviz")
     parser.add_argument("--database", default="bench_inproc", help="the database to create (dropped first)")
@@ -258,6 +268,9 @@ def main() -> None:
     report(caller, modes, app, database, calls)
     check_runs(caller, modes)
 
+    if args.ledger:
+        print_ledger(caller, modes, args.ledger)
+
     if args.profile:
         profiled = modes[-1]
         caller.mode = profiled
@@ -276,9 +289,27 @@ def main() -> None:
             print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[:8000])
 
 
+def print_ledger(caller: Caller, modes: list[str], runs: int) -> None:
+    """Each scenario `runs` more times with the server's stages timed, in each mode; where the CPU went."""
+    from bench.ledger import Ledger
+
+    for mode in modes:
+        caller.mode = mode
+        with MODES[mode](), Ledger().installed() as ledger:
+            caller.ledger = ledger
+            try:
+                for scenario in SCENARIOS.values():
+                    for _ in range(runs):
+                        scenario(caller)
+            finally:
+                caller.ledger = None
+        print(f"\n--- where the app CPU goes ({MODE_NAMES[mode]}, {runs} runs of each scenario) ---")
+        ledger.report()
+
+
 def report(caller: Caller, modes: list[str], app: dict, database: dict, calls: dict) -> None:
     """Per tool, per scenario and against the floor, each mode's figures side by side."""
-    names = {"layer": "base.sql", "orm": "plain ORM"}
+    names = MODE_NAMES
 
     def row(values, digits=0):
         return "".join(f"{value:>11.{digits}f}" for value in values)
