@@ -23,6 +23,8 @@ STAGES = [
     ("accounts.authentication", "BearerTokenAuthentication.authenticate", "bearer token checked"),
     ("runs.tools", "check_arguments", "arguments checked"),
     ("runs.store", "load", "run read: rows to instances"),
+    ("runs.snapshots", "recall", "snapshot recalled"),
+    ("runs.snapshots", "remember", "snapshot kept"),
     ("runs.engine", "apply_time", "what time made due"),
     ("runs.agent_steps", "claim", "step logic"),
     ("runs.agent_steps", "held_step", "step logic"),

@@ -268,6 +268,9 @@ TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 5)
 # On PostgreSQL a write to a run reads without the run's lock and is applied by one statement only if
 # the run is unchanged since (runs/idempotency.py); off, every write locks the run in a transaction.
 OPTIMISTIC_WRITES = env_bool("OPTIMISTIC_WRITES", True)
+# Each process keeps the rows of this many runs as its last optimistic write to each left them, and
+# decides the run's next write from them without reading it again (runs/snapshots.py); 0: every write reads.
+RUN_SNAPSHOTS = env_int("RUN_SNAPSHOTS", 256)
 IDP_OIDC_ACCESS_TOKEN_EXPIRES_IN = env_int("ACCESS_TOKEN_SECONDS", 3600)
 # Opaque tokens are checked with one indexed lookup of their hash, and revoking one takes effect at once.
 IDP_OIDC_ACCESS_TOKEN_FORMAT = "opaque"

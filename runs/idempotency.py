@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from accounts.identity import Identity
 from base import backend, sql
 
-from . import evaluation, leases
+from . import evaluation, leases, snapshots
 from .canonical import canonical_json
 from .errors import Conflict, ToolError
 from .models import IdempotencyRecord, Run
@@ -122,7 +122,15 @@ def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=())
 
 
 def _performed(write: Write, perform) -> Outcome:
-    outcome: Outcome = perform(write)
+    try:
+        outcome: Outcome = perform(write)
+    except Exception:
+        if snapshots.in_use():
+            # An answer that is not a write applied stands on rows read, never on a snapshot alone.
+            raise snapshots.ReadFirst("decided on a snapshot: read the run") from None
+        raise
+    if outcome.error is not None and snapshots.in_use():
+        raise snapshots.ReadFirst("decided on a snapshot: read the run")
     if outcome.error is None:
         stored = {"data": outcome.data}
         if outcome.lease:
@@ -154,14 +162,20 @@ def _optimistically(write: Write, perform, *, new_rows: bool = False) -> Outcome
     lock instead: another write kept moving the run, or the write needs what only a transaction gives.
     `new_rows`: a write that only adds rows, applied by its one statement without a guard; a twin
     with the same requestId that came first makes its record's INSERT fail (IntegrityError, in `once`)."""
-    for _attempt in range(OPTIMISTIC_ATTEMPTS):
-        try:
-            with sql.optimistic(new_rows=new_rows), sql.deferred():
-                return _performed(write, perform)
-        except sql.Moved:
-            continue
-        except sql.NeedsLock:
-            return None
+    for attempt in range(OPTIMISTIC_ATTEMPTS):
+        # The first attempt may stand on this process's snapshot of the run (runs.snapshots); once it
+        # finds the run moved, or has anything but a write to apply, it is read.
+        with snapshots.offered(attempt == 0):
+            try:
+                with sql.optimistic(new_rows=new_rows), sql.deferred():
+                    return _performed(write, perform)
+            except sql.Moved as moved:
+                if not isinstance(moved, snapshots.ReadFirst):
+                    snapshots.forget()  # the run moved since: the snapshot is of a run that is no more
+                continue
+            except sql.NeedsLock:
+                snapshots.forget()
+                return None
     return None
 
 

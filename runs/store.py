@@ -9,6 +9,7 @@ module only moves rows.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from processes.definition import Definition, definition_for
 from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
+from . import snapshots
 from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
 
 
@@ -43,6 +45,8 @@ class LoadedRun:
     passages: list = field(default_factory=list)  # the ways out of steps this write took (runs.passages)
     loaded_data: dict | None = None  # the run's data as loaded: its search document changes only with it
     actor: int | None = None  # the person whose request this write is, who is not told of its effects
+    known_leases: list = field(default_factory=list)  # the leases the write read (a token's)
+    read_as: dict = field(default_factory=dict)  # what the run's guard compares (runs.snapshots.read_as)
 
     def step(self, step_id: str) -> RunStep:
         return self.steps[step_id]
@@ -121,19 +125,28 @@ def load(
     if organization is not None:
         where += IN_ORGANIZATION
         params.append(organization.pk)
-    # Under base.sql.optimistic the run is not locked: its save is applied only if its revision is unchanged.
-    lock = "FOR UPDATE" if connection.features.has_select_for_update and not sql.is_optimistic() else ""
-    reserve = keys.next_ids(Lease, leases) if leases else None
-    found, rows, *extra = sql.select_many(
-        [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
-        raw=[reserve] if reserve else [],
-    )
-    lease_keys = [key for (key,) in extra.pop()] if reserve else []
-    if not found:
-        raise Run.DoesNotExist(f"run {run_id}")
-    locked = found[0]
+    remembered = snapshots.recall(
+        run_id, lease_id=lease_id, organization_id=organization.pk if organization is not None else None,
+        also=also, leases=leases,
+    ) if sql.is_optimistic() else None
+    if remembered is not None:
+        # This process's last write to the run left these rows; its guard finds out if any moved since.
+        locked, rows, extra, lease_keys = remembered
+    else:
+        # Under base.sql.optimistic the run is not locked: its save is applied only if its revision is unchanged.
+        lock = "FOR UPDATE" if connection.features.has_select_for_update and not sql.is_optimistic() else ""
+        reserve = keys.next_ids(Lease, leases) if leases else None
+        found, rows, *extra = sql.select_many(
+            [(Run, where, params, lock), (RunStep, f"t.run_id = {run_key}", step_params, ""), *also],
+            raw=[reserve] if reserve else [],
+        )
+        lease_keys = [key for (key,) in extra.pop()] if reserve else []
+        if not found:
+            raise Run.DoesNotExist(f"run {run_id}")
+        locked = found[0]
+    read_as = snapshots.read_as(locked)
     # Without the lock, an answer given without a guarded save checks the run still is as read.
-    sql.expect(Run, locked.pk, {"revision": locked.revision})
+    sql.expect(Run, locked.pk, read_as)
     # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
     # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
     tracked.remember(locked, by_identity=RUN_REPLACED)
@@ -146,6 +159,8 @@ def load(
         also=extra,
         lease_keys=lease_keys,
         loaded_data=locked.data,
+        known_leases=[obj for found_rows in extra for obj in found_rows if isinstance(obj, Lease)],
+        read_as=read_as,
     )
     if not may_have_items(txn.steps.values()):
         txn.holds_no_items()
@@ -171,12 +186,15 @@ def save(txn: LoadedRun) -> Saved:
         ended = run.is_over
     else:
         # Every save moves the revision, so a write that read the run before this one sees it moved.
-        read = run.revision
         run.revision += 1
         changes = tracked.changes(run)
-        sql.guard(Run, run.pk, changes, {"revision": read})
+        sql.guard(Run, run.pk, changes, txn.read_as or {"revision": run.revision - 1})
         ended = run.is_over and "state" in changes
     new_rows = [row for row in txn.steps.values() if row.pk is None]
+    if new_rows and sql.is_optimistic() and snapshots.enabled():
+        # Keys ahead for a new run's steps, so that its snapshot names each one (runs.snapshots).
+        for row, key in zip(new_rows, snapshots.keys_ahead(RunStep, len(new_rows)), strict=True):
+            row.pk = key
     for lease, key in zip(txn.new_leases, txn.lease_keys, strict=False):
         lease.pk = key  # reserved with the load, as a rule
     unkeyed = [lease for lease in txn.new_leases if lease.pk is None]
@@ -213,4 +231,7 @@ def save(txn: LoadedRun) -> Saved:
             sql.update(Event, event.pk, tracked.changes(event))
     if txn.discard_events:
         Event.objects.filter(run=run, consumed_by__isnull=True, discarded=False).update(discarded=True)
+    if snapshots.enabled():
+        # Once applied, the rows as this write leaves them answer the run's next write here (runs.snapshots).
+        sql.on_commit(functools.partial(snapshots.remember, txn))
     return Saved(started=started, ended=ended, closed=closed)

@@ -34,9 +34,11 @@ def fixture_path(name: str) -> Path:
 @pytest.fixture(autouse=True)
 def forget_cached_versions():
     # A rolled-back test can hand the next one the same version id for other content; production never can.
-    from runs import store
+    from runs import snapshots, store
 
     store._versions.clear()
+    # Each test's rows are its own: a run's snapshot from an earlier test stands on rows rolled back.
+    snapshots.forget_all()
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import re
 from django.db.models import F
 from playwright.sync_api import expect
 
-from runs.models import RunStep
+from runs.models import Run, RunStep
 from runs.tools import call_tool
 from tests.browser.conftest import screenshot, sign_in, wait_path
 from tests.browser.test_people_pages import people, start_purchase
@@ -21,6 +21,8 @@ def waited(view: dict, step_id: str, hours: float) -> dict:
     """Let `hours` pass at the step a run is at: it was reached that much earlier."""
     RunStep.objects.filter(run_id=int(view["run"]["id"][2:]), step_id=step_id).update(
         ready_since=F("ready_since") - dt.timedelta(hours=hours))
+    # A change to a run's rows moves its revision, as every write's does (runs.snapshots).
+    Run.objects.filter(pk=int(view["run"]["id"][2:])).update(revision=F("revision") + 1)
     return view
 
 

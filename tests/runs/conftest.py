@@ -199,6 +199,8 @@ def age(run_id: str, seconds: float) -> None:
     steps.filter(wake_at__isnull=False).update(wake_at=F("wake_at") - delta)
     steps.filter(due_at__isnull=False).update(due_at=F("due_at") - delta)
     Run.objects.filter(pk=pk, wake_at__isnull=False).update(wake_at=F("wake_at") - delta)
+    # A change to a run's rows moves its revision, as every write's does (runs.snapshots).
+    Run.objects.filter(pk=pk).update(revision=F("revision") + 1)
 
 
 def step_state(view: dict, step_id: str):

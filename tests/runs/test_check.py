@@ -492,7 +492,7 @@ def test_a_run_that_moved_on_while_the_check_ran_is_retry(vendor, agent, evaluat
 
     def meanwhile(request, evaluator=None):
         answered = real(request, evaluator)
-        Run.objects.update(seq=F("seq") + 1)  # another write committed during the call
+        Run.objects.update(seq=F("seq") + 1, revision=F("revision") + 1)  # another write committed during the call
         return answered
 
     monkeypatch.setattr(evaluation, "evaluate", meanwhile)

@@ -1,0 +1,341 @@
+"""The rows of a run as this process's last write to it left them, to decide its next write without
+reading them again.
+
+A write to a run under `base.sql.optimistic` reads the run, its steps and the lease its token names,
+decides, and is applied by one statement only if the run is still as read (its guard). When this
+process made the run's last write, it already holds what that read would return: `remember` keeps
+the rows once the write is applied, and `recall` hands them to the next write in place of the read
+(runs.store.load). The guard is what it was, with the run's `updated_at` added to its `revision`: if
+any other write moved the run since (another process, a timer's catch-up, a person), the guard finds
+the run changed, nothing is written, and the write forgets the snapshot, reads the run and decides
+again. Every change to a run or its steps is a save of the run (runs.store.save), which moves both;
+a lease never changes once written.
+
+Two things the read would have told the write come another way:
+- the requestId: not looked up. Every write applied stores its record in its one statement, so a
+  replay's record INSERT fails on its unique key and the call answers with the recorded result
+  (runs.idempotency), as a new run's twin does;
+- anything but a write applied (a refusal, an error, a check to ask): never answered from a snapshot.
+  The write reads the run and decides again (`sql.Moved`), so such an answer stands on the database.
+
+Values are kept as the database gives them back, so a write decides the same whichever way its rows
+came: JSON documents as jsonb stores them (keys in its order, an integral float written with an
+exponent as an integer, -0.0 as 0.0), times in UTC, choices as plain strings. A value whose stored
+form is not certain (a key that is not a string, a type JSON has not) keeps no snapshot. Each process
+keeps at most `settings.RUN_SNAPSHOTS` runs, the least recently used going first (0: none).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import logging
+import operator
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import DateTimeField, JSONField
+
+from base import backend, keys, sql
+
+from .models import IdempotencyRecord, Lease, Run, RunStep
+
+log = logging.getLogger(__name__)
+
+
+class _Offer(threading.local):
+    offered: bool = False  # inside `offered()`: the next load may take a snapshot
+    used: int | None = None  # the run whose snapshot the current write stands on
+
+
+_offer = _Offer()
+_lock = threading.Lock()
+_runs: OrderedDict = OrderedDict()  # run key: Snapshot
+_by_lease: dict[str, int] = {}  # a kept lease's public id: its run's key
+_keys_ahead: dict = {}  # model: keys taken from its sequence ahead, for rows a snapshot names
+KEYS_AHEAD = 32
+
+
+# The largest run data a snapshot keeps, in characters of JSON: a process keeps at most
+# RUN_SNAPSHOTS × this much of it (and the runs' other rows, which are small).
+SNAPSHOT_DATA_CHARACTERS = 8 * 1024
+
+
+class Snapshot:
+    __slots__ = ("data", "data_characters", "leases", "organization_id", "revision", "run", "steps")
+
+    def __init__(self, run: tuple, steps: dict[int, tuple], leases: dict[str, tuple], data_characters: int):
+        self.run, self.steps, self.leases, self.data_characters = run, steps, leases, data_characters
+        index = _plan(Run).index
+        self.organization_id, self.revision, self.data = (
+            run[index["organization_id"]], run[index["revision"]], run[index["data"]]
+        )
+
+
+class ReadFirst(sql.Moved):
+    """An answer that is not a write applied was decided on a snapshot: read the run and decide again.
+    The snapshot may well be the run as it is, so it is kept."""
+
+
+def enabled() -> bool:
+    return settings.RUN_SNAPSHOTS > 0
+
+
+@contextmanager
+def offered(allow: bool = True):
+    """Let the write inside take a snapshot in place of its read (`recall`); on leaving, `in_use` is reset."""
+    _offer.offered, _offer.used = allow and enabled(), None
+    try:
+        yield
+    finally:
+        _offer.offered, _offer.used = False, None
+
+
+def in_use() -> bool:
+    """Whether the current write stands on a snapshot rather than on rows it read."""
+    return _offer.used is not None
+
+
+def recall(run_id: int | None, *, lease_id: str | None, organization_id: int | None, also, leases: int):
+    """The rows a write's load would read, from the snapshot of its run: (run, steps, also's rows, lease
+    keys), each instance fresh; None when there is none to take, and the write reads."""
+    if not _offer.offered:
+        return None
+    _offer.offered = False  # one load per write
+    with _lock:
+        if run_id is None:
+            run_id = _by_lease.get(lease_id)
+        snapshot = _runs.get(run_id)
+        if snapshot is not None:
+            _runs.move_to_end(run_id)
+    if snapshot is None or (organization_id is not None and snapshot.organization_id != organization_id):
+        return None
+    found = []
+    for model, where, params, _suffix in also:
+        if model is IdempotencyRecord:
+            found.append([])  # a replay's record INSERT fails on its unique key (runs.idempotency)
+        elif model is Lease and where == "t.public_id = %s" and params[0] in snapshot.leases:
+            found.append(_built(Lease, [snapshot.leases[params[0]]]))
+        else:
+            return None
+    reserved = keys_ahead(Lease, leases) if leases else []
+    _offer.used = run_id
+    [run] = _built(Run, [snapshot.run])
+    return run, _built(RunStep, list(snapshot.steps.values())), found, reserved
+
+
+def read_as(run) -> dict:
+    """What the run's guard compares: its revision, and on a snapshot its `updated_at` too, so that a run
+    whose history is not the one the snapshot saw (a database restored behind a running process) is read."""
+    if in_use():
+        return {"revision": run.revision, "updated_at": run.updated_at}
+    return {"revision": run.revision}
+
+
+def remember(txn) -> None:
+    """Keep the rows of a write just applied, as the database now holds them, for the run's next write.
+    Runs once the write is applied: whatever goes wrong here costs the next write a read, never this one
+    its answer."""
+    if not enabled():
+        return
+    try:
+        _remember(txn)
+    except Exception:
+        log.exception("run %s: no snapshot kept", txn.run.pk)
+        forget(txn.run.pk)
+
+
+def _remember(txn) -> None:
+    run = txn.run
+    steps = list(txn.steps.values())
+    if run.is_over or any(row.id is None for row in steps):
+        forget(run.pk)  # an ended run takes no more writes
+        return
+    with _lock:
+        kept = _runs.get(run.pk)
+    kept_steps = kept.steps if kept is not None else {}
+    try:
+        run_row = _stored(Run, run, same_data=txn.loaded_data)
+        rows = {row.id: _stored(RunStep, row, kept_steps.get(row.id)) for row in steps}
+        held = {row.lease_id for row in steps}
+        leases = {lease.public_id: _stored(Lease, lease) for lease in [*txn.known_leases, *txn.new_leases] if lease.id in held}
+    except Unsure:
+        forget(run.pk)
+        return
+    # The data's size is measured once for each document: a write that left it as it was keeps the figure.
+    data = run.data
+    characters = kept.data_characters if kept is not None and kept.data is data else len(json.dumps(data, ensure_ascii=False))
+    if characters > SNAPSHOT_DATA_CHARACTERS:
+        forget(run.pk)
+        return
+    snapshot = Snapshot(run_row, rows, leases, characters)
+    with _lock:
+        kept = _runs.get(run.pk)
+        if kept is not None and kept.revision >= snapshot.revision:
+            return  # a later write's snapshot came first
+        _drop(run.pk)
+        _runs[run.pk] = snapshot
+        for public_id in leases:
+            _by_lease[public_id] = run.pk
+        while len(_runs) > settings.RUN_SNAPSHOTS:
+            _drop(next(iter(_runs)))
+
+
+def forget(run_id: int | None = None) -> None:
+    """Drop the snapshot of `run_id`, or of the run the current write stood on."""
+    run_id = run_id if run_id is not None else _offer.used
+    if run_id is None:
+        return
+    with _lock:
+        _drop(run_id)
+
+
+def forget_all() -> None:
+    with _lock:
+        _runs.clear()
+        _by_lease.clear()
+        _keys_ahead.clear()
+
+
+def _drop(run_id: int) -> None:
+    snapshot = _runs.pop(run_id, None)
+    if snapshot is not None:
+        for public_id in snapshot.leases:
+            if _by_lease.get(public_id) == run_id:
+                del _by_lease[public_id]
+
+
+def keys_ahead(model, count: int) -> list[int]:
+    """`count` new keys from `model`'s sequence, taken KEYS_AHEAD at a time (one round trip each), so
+    that the rows a snapshot names have their keys without a read of their own. PostgreSQL only."""
+    with _lock:
+        kept = _keys_ahead.setdefault(model, [])
+        if len(kept) >= count:
+            taken = kept[:count]
+            del kept[:count]
+            return taken
+    [rows] = sql.fetch_many([keys.next_ids(model, max(count, KEYS_AHEAD))])
+    fresh = [key for (key,) in rows]
+    with _lock:
+        _keys_ahead[model].extend(fresh[count:])
+    return fresh[:count]
+
+
+# --- values as the database gives them back ----------------------------------------------------------
+
+
+class Unsure(ValueError):
+    """A value whose stored form is not certain: the write keeps no snapshot."""
+
+
+class _Plan:
+    """How one model's rows are kept: its values read from an instance's `__dict__` in field order (as
+    base.backend loads them), and where the values that need more than keeping are."""
+
+    def __init__(self, model):
+        fields = model._meta.concrete_fields
+        self.attnames = tuple(field.attname for field in fields)
+        self.read = operator.itemgetter(*self.attnames)
+        self.index = {name: i for i, name in enumerate(self.attnames)}
+        self.json = tuple(i for i, field in enumerate(fields) if isinstance(field, JSONField))
+        # A write's own copy of each document but the run's data, which a write only ever replaces.
+        self.copied = tuple(i for i in self.json if fields[i].attname != "data")
+        self.times = tuple(i for i, field in enumerate(fields) if isinstance(field, DateTimeField))
+        self.other = tuple(i for i in range(len(fields)) if i not in self.json and i not in self.times)
+
+
+@functools.cache
+def _plan(model) -> _Plan:
+    return _Plan(model)
+
+
+def _built(model, rows) -> list:
+    plan = _plan(model)
+    if plan.copied:
+        rows = [_with_copies(row, plan.copied) for row in rows]
+    return backend.loaded_rows(model, DEFAULT_DB_ALIAS, rows)
+
+
+def _with_copies(row: tuple, positions: tuple) -> tuple:
+    values = None
+    for i in positions:
+        if row[i] is not None:
+            if values is None:
+                values = list(row)
+            values[i] = _copied(row[i])
+    return row if values is None else tuple(values)
+
+
+def _copied(value):
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value
+
+
+def _stored(model, obj, kept: tuple | None = None, *, same_data=None) -> tuple:
+    """`obj`'s values as the database gives them back, in field order. `kept`: the row as the last
+    snapshot stored it, returned as it is when nothing in it changed (runs.store writes a value only
+    where it differs, by `==`, from what was read, so an equal value is the stored one)."""
+    plan = _plan(model)
+    try:
+        values = plan.read(obj.__dict__)
+    except KeyError:
+        raise Unsure("a deferred field") from None
+    if kept is not None and values == kept:
+        return kept
+    values = list(values)
+    for i in plan.json:
+        value = values[i]
+        if value is not None and value is not same_data:
+            values[i] = _as_jsonb(value)
+    for i in plan.times:
+        value = values[i]
+        if value is not None and value.tzinfo is not dt.UTC:
+            if type(value) is not dt.datetime or value.tzinfo is None:
+                raise Unsure("a time not in a known zone")
+            values[i] = value.astimezone(dt.UTC)
+    for i in plan.other:
+        value = values[i]
+        kind = type(value)
+        if value is None or kind is str or kind is int or kind is bool or kind is float:
+            continue
+        if isinstance(value, str):
+            values[i] = str.__str__(value)  # a choice's member: the string it stands for
+        elif isinstance(value, int) and not isinstance(value, bool):
+            values[i] = int.__int__(value)
+        else:
+            raise Unsure(f"a column value of type {kind.__name__}")
+    return tuple(values)
+
+
+def _as_jsonb(value):
+    """A JSON value as jsonb stores it and gives it back: object keys shorter first, then by their
+    UTF-8 bytes; numbers by their decimal text (psycopg writes a float as `repr` does)."""
+    kind = type(value)
+    if kind is dict:
+        if any(type(key) is not str for key in value):
+            raise Unsure("an object key that is not a string")
+        if all(key.isascii() for key in value):
+            ordered = sorted(value, key=lambda key: (len(key), key))  # an ASCII key's bytes are its characters
+        else:
+            ordered = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _as_jsonb(value[key]) for key in ordered}
+    if kind is list or kind is tuple:
+        return [_as_jsonb(item) for item in value]
+    if kind is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise Unsure("a number JSON cannot spell")
+        text = repr(value)
+        if "e+" in text:
+            return int(Decimal(text))  # jsonb spells it in full digits, read back as an integer
+        return 0.0 if value == 0 else value
+    if kind in (str, int, bool) or value is None:
+        return value
+    raise Unsure(f"a JSON value of type {kind.__name__}")
