@@ -2,6 +2,7 @@
 read builds, one statement in place of two, and every answer the database would give when the run
 moved elsewhere, when a requestId comes again, or when the answer is not a write applied."""
 
+import datetime as dt
 import json
 
 import pytest
@@ -167,7 +168,7 @@ def test_a_run_whose_history_is_not_the_snapshots_is_read_though_its_revision_ma
     token = agent.write("claim", runId=run_id, stepId="work")["token"]
     # As a database restored behind a running process might hold: the same revision, another history.
     RunStep.objects.filter(run_id=_key(run_id), step_id="work").update(state="ready", lease=None, claimed_by="")
-    Run.objects.filter(pk=_key(run_id)).update(updated_at=F("updated_at") - __import__("datetime").timedelta(seconds=1))
+    Run.objects.filter(pk=_key(run_id)).update(updated_at=F("updated_at") - dt.timedelta(seconds=1))
     agent.fails("submit", "stale", token=token, output={"n": 1, "doc": {}}, summary="s", requestId=rid())
 
 
