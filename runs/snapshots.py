@@ -41,7 +41,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DateTimeField, JSONField
 
-from base import backend, keys, sql
+from base import backend, keys, sending, sql
 
 from .models import IdempotencyRecord, Lease, Run, RunStep
 
@@ -83,7 +83,9 @@ class ReadFirst(sql.Moved):
 
 
 def enabled() -> bool:
-    return settings.RUN_SNAPSHOTS > 0
+    """Whether writes keep and take snapshots: only where they can stand on one, optimistic writes on
+    PostgreSQL (a write that locks its run reads it under the lock)."""
+    return settings.RUN_SNAPSHOTS > 0 and settings.OPTIMISTIC_WRITES and sending.postgres()
 
 
 @contextmanager
@@ -158,6 +160,12 @@ def _remember(txn) -> None:
         return
     with _lock:
         kept = _runs.get(run.pk)
+    # The data's size is measured once for each document: a write that left it as it was keeps the figure.
+    data = run.data
+    characters = kept.data_characters if kept is not None and kept.data is data else len(json.dumps(data, ensure_ascii=False))
+    if characters > SNAPSHOT_DATA_CHARACTERS:
+        forget(run.pk)
+        return
     kept_steps = kept.steps if kept is not None else {}
     try:
         run_row = _stored(Run, run, same_data=txn.loaded_data)
@@ -165,12 +173,6 @@ def _remember(txn) -> None:
         held = {row.lease_id for row in steps}
         leases = {lease.public_id: _stored(Lease, lease) for lease in [*txn.known_leases, *txn.new_leases] if lease.id in held}
     except Unsure:
-        forget(run.pk)
-        return
-    # The data's size is measured once for each document: a write that left it as it was keeps the figure.
-    data = run.data
-    characters = kept.data_characters if kept is not None and kept.data is data else len(json.dumps(data, ensure_ascii=False))
-    if characters > SNAPSHOT_DATA_CHARACTERS:
         forget(run.pk)
         return
     snapshot = Snapshot(run_row, rows, leases, characters)
@@ -222,7 +224,7 @@ def keys_ahead(model, count: int) -> list[int]:
     [rows] = sql.fetch_many([keys.next_ids(model, max(count, KEYS_AHEAD))])
     fresh = [key for (key,) in rows]
     with _lock:
-        _keys_ahead[model].extend(fresh[count:])
+        _keys_ahead.setdefault(model, []).extend(fresh[count:])
     return fresh[:count]
 
 
