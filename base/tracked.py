@@ -44,13 +44,13 @@ def _json_positions(model) -> tuple[int, ...]:
     return tuple(i for i, field in enumerate(written) if isinstance(field, JSONField))
 
 
-def _copy(value):
+def copied(value):
     """A copy of a JSON value (dicts, lists and scalars), made without deepcopy's general machinery."""
     kind = type(value)
     if kind is dict:
-        return {key: _copy(item) for key, item in value.items()}
+        return {key: copied(item) for key, item in value.items()}
     if kind is list:
-        return [_copy(item) for item in value]
+        return [copied(item) for item in value]
     return value if kind in _SCALARS else copy.deepcopy(value)
 
 
@@ -67,7 +67,7 @@ def _kept(model, values: tuple, by_identity: frozenset) -> tuple:
     for i in positions:
         value = kept[i]
         if (type(value) is dict or type(value) is list) and names[i] not in by_identity:
-            kept[i] = _copy(value)
+            kept[i] = copied(value)
     return tuple(kept)
 
 

@@ -41,7 +41,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DateTimeField, JSONField
 
-from base import backend, keys, sending, sql
+from base import backend, keys, sending, sql, tracked
 
 from .models import IdempotencyRecord, Lease, Run, RunStep
 
@@ -269,16 +269,8 @@ def _with_copies(row: tuple, positions: tuple) -> tuple:
         if row[i] is not None:
             if values is None:
                 values = list(row)
-            values[i] = _copied(row[i])
+            values[i] = tracked.copied(row[i])
     return row if values is None else tuple(values)
-
-
-def _copied(value):
-    if type(value) is dict:
-        return {key: _copied(item) for key, item in value.items()}
-    if type(value) is list:
-        return [_copied(item) for item in value]
-    return value
 
 
 def _stored(model, obj, kept: tuple | None = None, *, same_data=None) -> tuple:

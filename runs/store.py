@@ -188,7 +188,7 @@ def save(txn: LoadedRun) -> Saved:
         # Every save moves the revision, so a write that read the run before this one sees it moved.
         run.revision += 1
         changes = tracked.changes(run)
-        sql.guard(Run, run.pk, changes, txn.read_as or {"revision": run.revision - 1})
+        sql.guard(Run, run.pk, changes, txn.read_as)
         ended = run.is_over and "state" in changes
     new_rows = [row for row in txn.steps.values() if row.pk is None]
     if new_rows and sql.is_optimistic() and snapshots.enabled():
@@ -200,10 +200,12 @@ def save(txn: LoadedRun) -> Saved:
     unkeyed = [lease for lease in txn.new_leases if lease.pk is None]
     # Rows others point at need their keys before the batch: work items at their steps, steps at their
     # leases. The keys come from the sequences, in one round trip, and every row joins the batch.
-    needing = [rows for rows in (new_rows if txn.new_items else [], txn.new_items, unkeyed) if rows]
+    # (A new run's steps keyed ahead for its snapshot have theirs.)
+    unkeyed_steps = [row for row in new_rows if row.pk is None]
+    needing = [rows for rows in (unkeyed_steps if txn.new_items else [], txn.new_items, unkeyed) if rows]
     if needing and not keys.reserve_keys(needing):  # SQLite: the INSERTs give the keys
         if txn.new_items:
-            sql.insert(*new_rows)
+            sql.insert(*unkeyed_steps)
             WorkItem.objects.bulk_create(txn.new_items)
         sql.insert(*unkeyed)
     sql.insert_later(*[row for row in (*new_rows, *txn.new_items, *txn.new_leases) if row._state.adding])

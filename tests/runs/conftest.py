@@ -98,6 +98,12 @@ def rid() -> str:
     return str(uuid.uuid4())
 
 
+def fields_of(obj) -> dict:
+    """An instance's values as two reads must agree on them: repr tells 1 from 1.0 and True, -0.0 from
+    0.0 and a str from a choice's member, at any depth of a document."""
+    return {name: (repr(value), type(value)) for name, value in vars(obj).items() if name != "_state"}
+
+
 @pytest.fixture
 def org(db) -> Organization:
     # get_or_create: transactional tests flush the table the migration filled.

@@ -10,7 +10,7 @@ from django.db import connection
 
 from base import json_rows, sending, sql
 from runs.models import Passage, Run, RunStep, Upload
-from tests.runs.conftest import b64, rid
+from tests.runs.conftest import b64, fields_of, rid
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -35,11 +35,6 @@ steps:
     finish: ok
 ---
 """
-
-
-def _fields(obj) -> dict:
-    # repr tells 1 from 1.0 and True, and -0.0 from 0.0, at any depth of a document.
-    return {name: (repr(value), type(value)) for name, value in vars(obj).items() if name != "_state"}
 
 
 def _every_row_read_both_ways(model) -> tuple[list, list]:
@@ -87,7 +82,7 @@ def test_every_model_json_serves_builds_as_its_rows_do(every_kind_of_row):
     compared = 0
     for model in served:
         alone, as_json = _every_row_read_both_ways(model)
-        assert [_fields(obj) for obj in as_json] == [_fields(obj) for obj in alone], model._meta.label
+        assert [fields_of(obj) for obj in as_json] == [fields_of(obj) for obj in alone], model._meta.label
         assert all(obj._state.adding is False and obj._state.db == "default" for obj in as_json)
         compared += len(alone)
     assert compared > 20

@@ -12,7 +12,7 @@ from psycopg.types.json import Jsonb
 
 from runs import snapshots
 from runs.models import Event, Lease, Run, RunStep
-from tests.runs.conftest import rid
+from tests.runs.conftest import fields_of, rid
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -56,11 +56,6 @@ def needs_postgres():
         pytest.skip("snapshots stand on optimistic writes, which are PostgreSQL's (DATABASE_URL is not PostgreSQL)")
 
 
-def _fields(obj) -> dict:
-    # repr tells 1 from 1.0 and True, -0.0 from 0.0 and a str from a choice's member, at any depth.
-    return {name: (repr(value), type(value)) for name, value in vars(obj).items() if name != "_state"}
-
-
 def _key(run_id: str) -> int:
     return int(run_id[2:])
 
@@ -74,16 +69,16 @@ def assert_snapshot_is_the_rows(run_id: str) -> None:
     recalled = _recalled(run_id)
     assert recalled is not None, "the write kept no snapshot"
     run, steps, _also, _keys = recalled
-    assert _fields(run) == _fields(Run.objects.get(pk=_key(run_id)))
+    assert fields_of(run) == fields_of(Run.objects.get(pk=_key(run_id)))
     read = sorted(RunStep.objects.filter(run_id=_key(run_id)), key=lambda row: row.pk)
-    assert [_fields(row) for row in sorted(steps, key=lambda row: row.pk)] == [_fields(row) for row in read]
+    assert [fields_of(row) for row in sorted(steps, key=lambda row: row.pk)] == [fields_of(row) for row in read]
     held = [row.lease_id for row in read if row.lease_id is not None]
     for lease in Lease.objects.filter(pk__in=held):
         with snapshots.offered():
             found = snapshots.recall(None, lease_id=lease.public_id, organization_id=None,
                                      also=[(Lease, "t.public_id = %s", [lease.public_id], "")], leases=0)
         assert found is not None, "a held lease is not in the snapshot"
-        assert _fields(found[2][0][0]) == _fields(lease)
+        assert fields_of(found[2][0][0]) == fields_of(lease)
 
 
 @pytest.fixture
