@@ -169,6 +169,18 @@ def guard(model, pk, changes: dict, expected: dict) -> None:
     _pending.guard = (f"{statement}{conditions} RETURNING 1", params + values)
 
 
+def guard_found(text: str, params: list) -> None:
+    """The SELECT a batch of new rows depends on, inside `optimistic()`: every part is applied only where
+    it finds a row, and where it finds none `Moved` is raised and nothing is written."""
+    if not _pending.optimistic:
+        raise NeedsLock("a guard of rows found stands only on an optimistic write")
+    if _pending.guard is not None:
+        raise NeedsLock("an optimistic write has one guard")
+    if not joining.only_reads(text):
+        raise NeedsLock(f"a guard of rows found only reads: {text[:60]!r}")
+    _pending.guard = (text, list(params))
+
+
 def _as_read(model, pk, expected: dict) -> tuple[str, list]:
     """` AND <column> = %s` for each field of `expected` ({field name: value as read}), to follow a
     `<key> = %s`, and the parameters of both: the key first."""

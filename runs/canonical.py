@@ -10,9 +10,17 @@ import datetime as dt
 import hashlib
 import json
 
+# Values that serialise as they are: most of a document's leaves, passed over without a call.
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})
+
 
 def _plain(value):
     # A database may hand an integral float back as an integer (jsonb: 1e21); spell both alike.
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _AS_THEY_ARE else _plain(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _AS_THEY_ARE else _plain(v) for v in value]
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e300:
         return int(value)
     if isinstance(value, dict):

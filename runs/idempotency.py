@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -90,21 +91,37 @@ RUN_WRITES = frozenset({"claim", "renew", "submit", "escalate", "decide", "cance
 NEW_ROW_WRITES = frozenset({"start_run", "upload"})
 
 
-def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=()) -> dict:
+@dataclass
+class Guess:
+    """What a new write's first round trip would find, as this process found it last (`looked_up`), and
+    the SELECT that finds a row only while that still holds (`guard`, text and params): the write is
+    decided on it and applied by one statement past that guard, without the round trip. `wrong` is
+    called when the guard found it changed."""
+
+    looked_up: list
+    guard: tuple[str, list]
+    wrong: Callable[[], None]
+
+
+def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=(), guess: Guess | None = None) -> dict:
     """Run `perform(write)` in a transaction, once per requestId.
 
     `lookups` are (SELECT, params) to run with a new write's requestId look, in the same round trip;
-    their rows are on `write.looked_up`.
+    their rows are on `write.looked_up`. `guess`: what they found last, for a write of new rows to
+    stand on without the look (`_on_a_guess`).
     """
     write = Write(identity, tool, arguments["requestId"], _fingerprint(identity, tool, arguments))
-    if tool not in RUN_WRITES:
-        found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
-        if found:
-            return _replay(found[0], write)
     try:
         outcome = None
-        if (tool in RUN_WRITES or tool in NEW_ROW_WRITES) and optimistic_writes():
-            outcome = _optimistically(write, perform, new_rows=tool in NEW_ROW_WRITES)
+        if guess is not None and tool in NEW_ROW_WRITES and optimistic_writes():
+            outcome = _on_a_guess(write, perform, guess)
+        if outcome is None:
+            if tool not in RUN_WRITES:
+                found, *write.looked_up = sql.select_many([write.record_query()], raw=lookups)
+                if found:
+                    return _replay(found[0], write)
+            if (tool in RUN_WRITES or tool in NEW_ROW_WRITES) and optimistic_writes():
+                outcome = _optimistically(write, perform, new_rows=tool in NEW_ROW_WRITES)
         if outcome is None:
             # The write's UPDATEs and INSERTs, its record among them, go to the database together.
             with transaction.atomic(), sql.deferred():
@@ -121,16 +138,18 @@ def once(identity: Identity, tool: str, arguments: dict, perform, *, lookups=())
     return outcome.data
 
 
-def _performed(write: Write, perform) -> Outcome:
+def _performed(write: Write, perform, *, read: bool = True) -> Outcome:
+    """`perform(write)`, its record stored with its write. `read`: whether the write stands on rows it
+    read; one that does not (a snapshot, a guess) answers only with a write applied."""
     try:
         outcome: Outcome = perform(write)
     except Exception:
-        if snapshots.in_use():
-            # An answer that is not a write applied stands on rows read, never on a snapshot alone.
-            raise snapshots.ReadFirst("decided on a snapshot: read the run") from None
+        if not read or snapshots.in_use():
+            # An answer that is not a write applied stands on rows read, never on a snapshot or a guess.
+            raise snapshots.ReadFirst("decided without reading: read first") from None
         raise
-    if outcome.error is not None and snapshots.in_use():
-        raise snapshots.ReadFirst("decided on a snapshot: read the run")
+    if outcome.error is not None and (not read or snapshots.in_use()):
+        raise snapshots.ReadFirst("decided without reading: read first")
     if outcome.error is None:
         stored = {"data": outcome.data}
         if outcome.lease:
@@ -177,6 +196,25 @@ def _optimistically(write: Write, perform, *, new_rows: bool = False) -> Outcome
                 snapshots.forget()
                 return None
     return None
+
+
+def _on_a_guess(write: Write, perform, guess: Guess) -> Outcome | None:
+    """A write of new rows decided on `guess` and applied by one statement past its guard, its requestId
+    not looked up: a replay's record INSERT fails on its unique key (IntegrityError, in `once`). None
+    when the guard found the guess changed, or when the answer is not a write applied: the write then
+    looks up first and is decided again."""
+    write.looked_up = guess.looked_up
+    try:
+        with sql.optimistic(new_rows=True), sql.deferred():
+            sql.guard_found(*guess.guard)
+            return _performed(write, perform, read=False)
+    except snapshots.ReadFirst:
+        return None
+    except sql.Moved:
+        guess.wrong()
+        return None
+    except sql.NeedsLock:
+        return None
 
 
 def once_checked(identity: Identity, tool: str, arguments: dict, perform) -> dict:

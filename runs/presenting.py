@@ -88,18 +88,16 @@ def run_summary(run: Run) -> dict:
 
 def run_view(run: Run, definition: Definition, rows: list[RunStep], items: list) -> dict:
     """The run view of tools.md: run, data, steps, open work items and the body; never a token."""
-    snapshot = snapshot_of(run.data)
     by_pk = {row.pk: row for row in rows}
     ordered = sorted(rows, key=lambda row: row.position)
+    open_items = sorted((item for item in items if item.state == "open"), key=lambda i: (i.created_at, i.pk or 0))
+    # The data's hash is a decision's snapshot (spec §3.4): only a run with open work items shows one.
+    snapshot = snapshot_of(run.data) if open_items else None
     return {
         "run": run_summary(run),
         "data": data_with_urls(run.data),
         "steps": [step_entry(row) for row in ordered],
-        "workItems": [
-            work_item(run, definition, item, item.step_row or by_pk[item.step_id], snapshot)
-            for item in sorted(items, key=lambda i: (i.created_at, i.pk or 0))
-            if item.state == "open"
-        ],
+        "workItems": [work_item(run, definition, item, item.step_row or by_pk[item.step_id], snapshot) for item in open_items],
         "body": definition.body,
     }
 

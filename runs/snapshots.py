@@ -309,20 +309,40 @@ def _stored(model, obj, kept: tuple | None = None, *, same_data=None) -> tuple:
     return tuple(values)
 
 
+# JSON values jsonb gives back as they are written.
+_AS_THEY_ARE = frozenset({str, int, bool, type(None)})
+# The order jsonb gives an object's keys back in, by the keys as written: documents of one shape (a
+# step's record, a run's data) come back to the same few key sets.
+_JSONB_ORDER: dict[tuple, tuple] = {}
+_JSONB_ORDERS = 512
+
+
+def _jsonb_order(keys: tuple) -> tuple:
+    if any(type(key) is not str for key in keys):
+        raise Unsure("an object key that is not a string")
+    if all(key.isascii() for key in keys):
+        ordered = tuple(sorted(keys, key=lambda key: (len(key), key)))  # an ASCII key's bytes are its characters
+    else:
+        ordered = tuple(sorted(keys, key=lambda key: (len(key.encode()), key.encode())))
+    if len(_JSONB_ORDER) >= _JSONB_ORDERS:
+        _JSONB_ORDER.clear()
+    _JSONB_ORDER[keys] = ordered
+    return ordered
+
+
 def _as_jsonb(value):
     """A JSON value as jsonb stores it and gives it back: object keys shorter first, then by their
     UTF-8 bytes; numbers by their decimal text (psycopg writes a float as `repr` does)."""
     kind = type(value)
     if kind is dict:
-        if any(type(key) is not str for key in value):
-            raise Unsure("an object key that is not a string")
-        if all(key.isascii() for key in value):
-            ordered = sorted(value, key=lambda key: (len(key), key))  # an ASCII key's bytes are its characters
-        else:
-            ordered = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
-        return {key: _as_jsonb(value[key]) for key in ordered}
+        keys = tuple(value)
+        ordered = _JSONB_ORDER.get(keys)
+        if ordered is None:
+            ordered = _jsonb_order(keys)
+        return {key: item if type(item) in _AS_THEY_ARE else _as_jsonb(item)
+                for key in ordered for item in (value[key],)}
     if kind is list or kind is tuple:
-        return [_as_jsonb(item) for item in value]
+        return [item if type(item) in _AS_THEY_ARE else _as_jsonb(item) for item in value]
     if kind is float:
         if value != value or value in (float("inf"), float("-inf")):
             raise Unsure("a number JSON cannot spell")

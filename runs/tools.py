@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import secrets
 import time
@@ -35,6 +36,7 @@ from . import (
     leases,
     paging,
     presenting,
+    snapshots,
     store,
     timers,
 )
@@ -178,11 +180,13 @@ def _person_work(identity: Identity, *, limit: int, cursor: str | None, process:
         since, pk = after
         items = items.filter(Q(created_at__gt=since) | Q(created_at=since, pk__gt=pk))
     page = items[: limit + 1]
-    snapshots: dict[int, str] = {}
+    hashes: dict[int, str] = {}  # each run's data hashed once, however many of its items the page shows
     entries = []
     for item in page[:limit]:
         run = item.run
-        snapshot = snapshots.setdefault(run.pk, snapshot_of(run.data))
+        snapshot = hashes.get(run.pk)
+        if snapshot is None:
+            snapshot = hashes[run.pk] = snapshot_of(run.data)
         entries.append(
             {
                 "runId": run.public_id,
@@ -269,7 +273,7 @@ def list_runs(identity: Identity, arguments: dict) -> dict:
 # --- writes -------------------------------------------------------------------------------------
 
 
-def _published_query(identity: Identity, name: str, number: int | None) -> tuple[str, list]:
+def _published_select(identity: Identity, name: str, number: int | None) -> tuple[str, list]:
     """The SELECT of the caller's published version of a process by name: the given number, else the newest."""
     quote = backend.quote_name
     statement = (
@@ -280,7 +284,27 @@ def _published_query(identity: Identity, name: str, number: int | None) -> tuple
     if number is not None:
         statement += " AND v.number = %s"
         params.append(int(number))
-    return json_rows.integer_rows(statement + " ORDER BY v.number DESC LIMIT 1"), params
+    return statement + " ORDER BY v.number DESC LIMIT 1", params
+
+
+# The version each start_run by name found last in this process, by (organization, name, number): the
+# next one stands on it without reading it, past a guard that finds it still the one (idempotency.Guess).
+started_versions: dict[tuple, int] = {}
+STARTED_VERSIONS = 4096
+
+
+def _start_guess(identity: Identity, name: str, number: int | None) -> idempotency.Guess | None:
+    """What start_run's first round trip would find (the version, a key for the run), as found last."""
+    remembered = (identity.organization.pk, name, number)
+    version_id = started_versions.get(remembered)
+    if version_id is None:
+        return None
+    statement, params = _published_select(identity, name, number)
+    return idempotency.Guess(
+        looked_up=[[(version_id,)], [(key,) for key in snapshots.keys_ahead(Run, 1)]],
+        guard=(f"SELECT 1 FROM ({statement}) q WHERE q.id = %s", [*params, version_id]),
+        wrong=functools.partial(started_versions.pop, remembered, None),
+    )
 
 
 def _storable_version(number: int) -> bool:
@@ -297,6 +321,9 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         if version is None:
             wanted = f" version {arguments['version']}" if "version" in arguments else ""
             raise NotFound(f"No published process '{arguments['process']}'{wanted} in this organization.")
+        if len(started_versions) >= STARTED_VERSIONS:
+            started_versions.clear()
+        started_versions[identity.organization.pk, arguments["process"], number] = version.pk
         txn = engine.new_run(identity=identity, version=version, inputs=arguments["inputs"],
                              mode=arguments.get("mode", "live"))
         if reserved:
@@ -307,9 +334,12 @@ def start_run(identity: Identity, arguments: dict) -> dict:
     number = arguments.get("version")
     if number is not None and not _storable_version(int(number)):
         raise NotFound(f"No published process '{arguments['process']}' version {number} in this organization.")
-    published = _published_query(identity, arguments["process"], number)
+    number = None if number is None else int(number)  # JSON Schema integers admit 5.0
+    statement, params = _published_select(identity, arguments["process"], number)
     run_key = keys.next_ids(Run)
-    return idempotency.once(identity, "start_run", arguments, perform, lookups=[published] + ([run_key] if run_key else []))
+    guess = _start_guess(identity, arguments["process"], number) if idempotency.optimistic_writes() else None
+    return idempotency.once(identity, "start_run", arguments, perform, guess=guess,
+                            lookups=[(json_rows.integer_rows(statement), params)] + ([run_key] if run_key else []))
 
 
 def claim(identity: Identity, arguments: dict) -> dict:

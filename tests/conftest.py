@@ -34,11 +34,13 @@ def fixture_path(name: str) -> Path:
 @pytest.fixture(autouse=True)
 def forget_cached_versions():
     # A rolled-back test can hand the next one the same version id for other content; production never can.
-    from runs import snapshots, store
+    from runs import snapshots, store, tools
 
     store._versions.clear()
-    # Each test's rows are its own: a run's snapshot from an earlier test stands on rows rolled back.
+    # Each test's rows are its own: a run's snapshot from an earlier test stands on rows rolled back,
+    # as does the version a start_run found last.
     snapshots.forget_all()
+    tools.started_versions.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -43,13 +43,13 @@ steps:
 # statement (runs/idempotency.py, base.sql.optimistic), without BEGIN or COMMIT; some writes read more in
 # between (a decision's work items and the decider's groups, the people a notice goes to, keys for new
 # work items, a submit's evidence). A write that owes email sends it once applied, and that is counted
-# too (`send_event` and `escalate` here: 5 of theirs). `start_run` reads its process and its requestId
-# look in one round trip and inserts the new run and its rows in one statement, unguarded (nothing else
-# knows of them yet); `upload` its file and its record the same way.
+# too (`send_event` and `escalate` here: 5 of theirs). `start_run` inserts the new run and its rows in one
+# statement, guarded by the version it found last in this process (the first reads its process and its
+# requestId look in one round trip first); `upload` reads its file and its record, then inserts, unguarded.
 BUDGET = {
     "describe": 0,  # answered from what the process already knows
     "list_processes": 2,
-    "start_run": 2,
+    "start_run": 1,
     "get_run": 4,  # BEGIN, one snapshot (REPEATABLE READ), the run with its steps and items, COMMIT
     "get_work": 1,
     "claim": 2,
