@@ -37,6 +37,8 @@ def text_problem(text: str) -> str | None:
 
 def unstorable(value, path: str = "") -> list[str]:
     """Name every place in a JSON value that no database can store: bad text, NaN or infinity, deep nesting."""
+    if _storable(value):
+        return []
     found, stack = [], [(value, path, 1)]
     while stack:
         current, where, depth = stack.pop()
@@ -62,6 +64,33 @@ def unstorable(value, path: str = "") -> list[str]:
             else:
                 stack.extend((child, f"{where}[{index}]", depth + 1) for index, child in enumerate(current))
     return sorted(found)
+
+
+def _storable(value) -> bool:
+    """Whether `unstorable` would find nothing, told without naming places: every text (keys too) searched
+    at once, as one string. False for anything it does not know to be storable, which `unstorable` names."""
+    stack, texts = [(value, 1)], []
+    while stack:
+        current, depth = stack.pop()
+        kind = type(current)
+        if kind is str:
+            texts.append(current)
+        elif kind is dict or kind is list:
+            if depth > MAX_DEPTH:
+                return False
+            if kind is dict:
+                if any(type(key) is not str for key in current):
+                    return False
+                texts.extend(current)
+                current = current.values()
+            stack.extend([(child, depth + 1) for child in current])
+        elif kind is float:
+            if not math.isfinite(current):
+                return False
+        elif not (kind is int or kind is bool or current is None):
+            return False
+    # Each character is matched alone, so texts joined find what each would.
+    return _UNSTORABLE.search("".join(texts)) is None
 
 
 def depth_exceeds(value, limit: int = MAX_DEPTH) -> bool:

@@ -12,7 +12,6 @@ per word over the document, each word of which follows a space.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -125,7 +124,7 @@ def matched(process_name: str, data: dict, words: list[str]) -> list[str]:
 
 def keep_document(run, *, started: bool, loaded_data) -> None:
     """Write a run's document with the run's write: inserted as it starts, replaced when what its words
-    come from changes (`_searched`).
+    come from may have changed (`words_moved`).
 
     Called from runs.effects.record; the statements join the write's batch. `loaded_data` is the run's data
     as the write loaded it (run data is only ever replaced, so an unchanged run holds the same object).
@@ -136,19 +135,29 @@ def keep_document(run, *, started: bool, loaded_data) -> None:
             document=document_of(run.process_name, run.data),
         ))
         return
-    if run.data is loaded_data or _searched(run.data) == _searched(loaded_data):
+    if not words_moved(run.data, loaded_data):
         return
     # What its words come from changed (an output came, an input was corrected): written as it is now.
     sql.update(RunSearch, run.pk, {"document": document_of(run.process_name, run.data)})
 
 
-def _searched(data) -> str:
-    """What of a run's data its document holds words of (`places`): its inputs and its steps' outputs, as
-    JSON text, which tells 1 from 1.0 and true and keeps the order of keys, as the document does."""
-    data = data or {}
-    steps = data.get("steps") or {}
-    return json.dumps([data.get("inputs"), [[step_id, record.get("output")] for step_id, record in steps.items()
-                                            if isinstance(record, dict)]], ensure_ascii=False)
+def words_moved(data, loaded) -> bool:
+    """Whether what a run's document holds words of (`places`: its inputs and its steps' outputs) may
+    differ between its data as loaded and as written. A write replaces each document it changes and
+    keeps the rest as they were (runs.store.RUN_REPLACED, runs.engine.with_record), so what is the
+    object loaded is unchanged, and anything else is taken as changed: at worst an equal output given
+    again writes the same document again."""
+    if data is loaded:
+        return False
+    data, loaded = data or {}, loaded or {}
+    if data.get("inputs") is not loaded.get("inputs"):
+        return True
+    steps, before = data.get("steps") or {}, loaded.get("steps") or {}
+    return any(_output(steps.get(step_id)) is not _output(before.get(step_id)) for step_id in {*steps, *before})
+
+
+def _output(record):
+    return record.get("output") if isinstance(record, dict) else None
 
 
 def document_row(run) -> RunSearch:

@@ -229,8 +229,8 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     page = []
     for values in found:
         row = sql.build(RunStep, values)
-        row.run = Run(pk=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
-                      version=store.published_version(row.version_id), mode=row.mode)
+        row.run = backend.created(Run, id=row.run_id, organization_id=row.organization_id, process_name=row.process_name,
+                                  version=store.published_version(row.version_id), mode=row.mode)
         page.append(row)
     items = [presenting.agent_work_entry(row, row.run) for row in page[:limit]]
     last = page[limit - 1] if len(page) > limit else None

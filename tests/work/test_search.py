@@ -257,16 +257,22 @@ def test_the_document_holds_the_words_of_every_place_a_search_looks_in_their_ord
     assert document_of("buy-things", data) == " buy things ana lima al 41 again 1 5 desk lamp chair"
 
 
-def test_a_document_is_left_as_it_is_only_while_what_its_words_come_from_reads_the_same():
+def test_a_document_is_left_as_it_is_only_while_what_its_words_come_from_is_the_same():
     from runs import search
 
-    # Numbers of one value but another type, and keys in another order, make another document.
+    # Numbers of one value but another type, and keys in another order, make another document; a
+    # write that gives an input or an output anew writes the document again.
     for before, after in [({"inputs": {"n": 1}}, {"inputs": {"n": 1.0}}), ({"inputs": {"n": 1}}, {"inputs": {"n": True}}),
                           ({"inputs": {"a": "x", "b": "y"}}, {"inputs": {"b": "y", "a": "x"}}),
                           ({"steps": {"s": {"output": {"n": 1}}}}, {"steps": {"s": {"output": {"n": 1.0}}}})]:
         assert search.document_of("p", before) != search.document_of("p", after)
-        assert search._searched(before) != search._searched(after)
-    same = {"inputs": {"a": "x"}, "steps": {"s": {"output": {"n": 2}, "at": "then"}}}
-    moved = {"inputs": {"a": "x"}, "steps": {"s": {"output": {"n": 2}, "at": "now"}}, "checks": {}}
-    assert search._searched(same) == search._searched(moved)
+        assert search.words_moved(after, before)
+    inputs, output = {"a": "x"}, {"n": 2}
+    same = {"inputs": inputs, "steps": {"s": {"output": output, "at": "then"}, "t": {"at": "then"}}}
+    # A write that changed what holds no words (a time, a step without output) kept every output as it was.
+    moved = {"inputs": inputs, "steps": {"s": {"output": output, "at": "now"}, "t": {"at": "now"}, "u": {}}, "checks": {}}
+    assert not search.words_moved(moved, same)
     assert search.document_of("p", same) == search.document_of("p", moved)
+    # An output that came, or went, is a change.
+    assert search.words_moved({**moved, "steps": {**moved["steps"], "u": {"output": {}}}}, same)
+    assert search.words_moved({**same, "steps": {"t": {"at": "then"}}}, same)
