@@ -337,7 +337,8 @@ def start_run(identity: Identity, arguments: dict) -> dict:
     number = None if number is None else int(number)  # JSON Schema integers admit 5.0
     statement, params = _published_select(identity, arguments["process"], number)
     run_key = keys.next_ids(Run)
-    guess = _start_guess(identity, arguments["process"], number) if idempotency.optimistic_writes() else None
+    # A guess needs a key for its run ahead of the INSERT, which only a sequence gives.
+    guess = _start_guess(identity, arguments["process"], number) if run_key and idempotency.optimistic_writes() else None
     return idempotency.once(identity, "start_run", arguments, perform, guess=guess,
                             lookups=[(json_rows.integer_rows(statement), params)] + ([run_key] if run_key else []))
 
