@@ -211,6 +211,10 @@ def _send_guarded(guard_statement, batch: list) -> None:
         _send_new_rows(batch)
         return
     guard_text, guard_params = guard_statement
+    if _pending.new_rows:
+        _refuse_changes(batch)  # a guard of rows found guards no row read: only new rows stand on it
+    if len(guard_params) + sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
+        raise NeedsLock("a write too large for one statement")
     try:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
     except joining.NotGuardable as refused:
@@ -222,9 +226,13 @@ def _send_guarded(guard_statement, batch: list) -> None:
         raise Moved("the guarding row changed since it was read")
 
 
-def _send_new_rows(batch: list) -> None:
+def _refuse_changes(batch: list) -> None:
     if any(not text.startswith("INSERT ") or " RETURNING " in text for text, _params in batch):
         raise NeedsLock("a write of new rows only changed a row that was there before")
+
+
+def _send_new_rows(batch: list) -> None:
+    _refuse_changes(batch)
     if sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write of new rows too large for one statement")
     with _sending() as cursor:

@@ -72,6 +72,21 @@ def test_a_write_sent_at_once_or_a_lock_is_refused_before_it_reaches_the_databas
     Organization.objects.create(slug="after", name="After")  # the connection is as it was
 
 
+def test_a_guard_of_rows_found_guards_new_rows_only(agent):
+    # It finds a row without comparing it to anything read: an UPDATE standing on it could lose a write.
+    found = ("SELECT 1 FROM accounts_agent WHERE id = %s", [agent.pk])
+    with pytest.raises(sql.NeedsLock, match="changed a row"), sql.optimistic(new_rows=True), sql.deferred():
+        sql.guard_found(*found)
+        sql.insert_later(Organization(slug="beside", name="Beside"))
+        sql.update(Agent, agent.pk, {"name": "unguarded"})
+    assert Agent.objects.get(pk=agent.pk).name == "first"
+    assert not Organization.objects.filter(slug="beside").exists()
+    with sql.optimistic(new_rows=True), sql.deferred():
+        sql.guard_found(*found)
+        sql.insert_later(Organization(slug="beside", name="Beside"))
+    assert Organization.objects.filter(slug="beside").exists()
+
+
 def test_reads_go_through_and_an_unguardable_statement_is_refused_at_the_end(agent):
     with pytest.raises(sql.NeedsLock, match="no guarded form"), sql.optimistic(), sql.deferred():
         assert Agent.objects.get(pk=agent.pk).name == "first"

@@ -112,3 +112,21 @@ def test_a_refusal_is_the_same_on_a_guess_and_read(publish, agent):
                                    requestId=rid()))
     assert answers[0] == answers[1]
     assert answers[0]["issues"]
+
+
+def test_a_start_run_too_large_for_one_statement_is_written_in_a_transaction(publish, agent, monkeypatch):
+    # A new run whose rows carry more values than one statement can bind goes through the requestId's
+    # look-up and a transaction: never as one statement, and the guess stays, being right.
+    from base import sending
+
+    publish(ONE)
+    connection.ensure_connection()
+    for _ in range((connection.connection.prepare_threshold or 0) + 2):
+        _started(agent, inputs={"tag": "warm"})
+    assert trips(lambda: _started(agent, inputs={"tag": "small"})) == 1
+    monkeypatch.setattr(sending, "ONE_STATEMENT_PARAMS", 20)
+    assert trips(lambda: _started(agent, inputs={"tag": "large"})) > 1
+    assert Run.objects.filter(data__inputs__tag="large").count() == 1
+    assert tools.started_versions
+    monkeypatch.undo()
+    assert trips(lambda: _started(agent, inputs={"tag": "small"})) == 1
