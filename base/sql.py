@@ -205,16 +205,18 @@ def _send_guarded(guard_statement, batch: list) -> None:
     if not batch and guard_statement is None:
         _check_expected()  # nothing to write: the answer stands on the reads alone
         return
-    if guard_statement is None:
-        if not _pending.new_rows:
-            raise NeedsLock("an optimistic write changed rows without a guard")
-        _send_new_rows(batch)
-        return
-    guard_text, guard_params = guard_statement
-    if _pending.new_rows:
-        _refuse_changes(batch)  # a guard of rows found guards no row read: only new rows stand on it
+    if guard_statement is None and not _pending.new_rows:
+        raise NeedsLock("an optimistic write changed rows without a guard")
+    # A write of new rows stands on no row read (a guard of rows found compares none): it only adds rows.
+    if _pending.new_rows and any(not text.startswith("INSERT ") or " RETURNING " in text for text, _params in batch):
+        raise NeedsLock("a write of new rows only changed a row that was there before")
+    guard_text, guard_params = guard_statement or (None, [])
     if len(guard_params) + sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write too large for one statement")
+    if guard_text is None:
+        with _sending() as cursor:
+            cursor.execute(*joining.one_statement(batch))
+        return
     try:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
     except joining.NotGuardable as refused:
@@ -224,19 +226,6 @@ def _send_guarded(guard_statement, batch: list) -> None:
         (applied,) = cursor.fetchone()
     if not applied:
         raise Moved("the guarding row changed since it was read")
-
-
-def _refuse_changes(batch: list) -> None:
-    if any(not text.startswith("INSERT ") or " RETURNING " in text for text, _params in batch):
-        raise NeedsLock("a write of new rows only changed a row that was there before")
-
-
-def _send_new_rows(batch: list) -> None:
-    _refuse_changes(batch)
-    if sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
-        raise NeedsLock("a write of new rows too large for one statement")
-    with _sending() as cursor:
-        cursor.execute(*joining.one_statement(batch))
 
 
 @contextmanager
