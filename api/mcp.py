@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
@@ -30,7 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.http import is_same_domain
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.utils.encoders import JSONEncoder
+from rest_framework.renderers import JSONRenderer
 
 from accounts.identity import Identity
 from accounts.oauth import (
@@ -42,6 +41,7 @@ from accounts.oauth import (
     protected_resource_metadata_url,
     scope_challenge,
 )
+from base import json_text
 from base.storable import MAX_DEPTH, depth_exceeds, printable, unstorable
 from processes.capabilities import TOOLS
 from runs import files
@@ -110,12 +110,15 @@ class RpcError(Exception):
 
 
 def _dumps(value) -> str:
-    # DRF's encoder, so a tool's data is serialized exactly as the REST door serializes it.
-    return json.dumps(value, cls=JSONEncoder, ensure_ascii=False)
+    # As the REST door serializes a tool's data (DRF's JSON renderer, base.json_text).
+    return json_text.rendered(value, _RENDERER).decode()
+
+
+_RENDERER = JSONRenderer()
 
 
 def _json(payload: dict, status: int = 200, headers: dict | None = None) -> HttpResponse:
-    return HttpResponse(_dumps(payload), status=status, content_type="application/json", headers=headers)
+    return HttpResponse(json_text.rendered(payload, _RENDERER), status=status, content_type="application/json", headers=headers)
 
 
 def _accepted() -> HttpResponse:
@@ -231,7 +234,7 @@ def _parse(request: HttpRequest):
         ) from None
     try:
         # NaN and Infinity are not JSON; the REST door refuses them too.
-        return json.loads(body.decode("utf-8"), parse_constant=refuse_constant)
+        return json_text.loads(body.decode("utf-8"), parse_constant=refuse_constant)
     except (ValueError, RecursionError) as exc:
         message = f"Parse error: the body is not valid JSON ({str(exc)[:200]})."
         raise RpcError(PARSE_ERROR, message, status=400) from None

@@ -1,12 +1,11 @@
 """The request body parser for the tools API."""
 
-import json
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 
+from base import json_text
 from base.params import read_integer
 from base.storable import MAX_DEPTH, depth_exceeds
 from runs.errors import TooLarge
@@ -35,7 +34,7 @@ class StrictJSONParser(JSONParser):
             if len(raw) > limit:
                 raise too_large(limit)
             text = raw.decode("utf-8")
-            value = json.loads(text, parse_constant=refuse_constant)
+            value = json_text.loads(text, parse_constant=refuse_constant)
         except RequestDataTooBig as exc:
             raise too_large(limit) from exc
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:

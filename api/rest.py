@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from base import json_text
 from processes.capabilities import TOOLS
 from runs import files
 from runs.errors import ToolError, database_unavailable
@@ -85,7 +86,7 @@ class ToolView(APIView):
             data = call_tool(identity, tool, arguments)
         # The answer's bytes as DRF's JSON renderer writes them, in a plain response: a tool call's answer
         # is JSON whatever the request accepts, so it needs none of a DRF Response's negotiated rendering.
-        return HttpResponse(_RENDERER.render({"ok": True, "data": data}), content_type=_RENDERER.media_type)
+        return HttpResponse(json_text.rendered({"ok": True, "data": data}, _RENDERER), content_type=_RENDERER.media_type)
 
 
 _RENDERER = JSONRenderer()

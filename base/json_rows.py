@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import re
 
 from django.db import connection
 from django.db.models import JSONField
 
-from base import backend
+from base import backend, json_text
 
 # The most arguments a PostgreSQL function takes (FUNC_MAX_ARGS): json_build_array's columns.
 MAX_COLUMNS = 100
@@ -124,7 +123,7 @@ def values(model, found: str | None) -> list[list]:
     order, already as the ORM gives it."""
     if found is None:
         return []
-    rows = json.loads(found)
+    rows = json_text.loads(found)
     for position, read in _plan(model):
         for row in rows:
             if row[position] is not None:
@@ -134,4 +133,4 @@ def values(model, found: str | None) -> list[list]:
 
 def raw_rows(found: str | None) -> list[tuple]:
     """The rows of a raw SELECT's JSON array, as tuples of their values in column order."""
-    return [] if found is None else [tuple(row.values()) for row in json.loads(found)]
+    return [] if found is None else [tuple(row.values()) for row in json_text.loads(found)]

@@ -20,9 +20,11 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
+from django.db.models import JSONField
 from django.db.models import fields as model_fields
+from psycopg.types.json import Jsonb
 
-from base import backend, joining, json_rows, sending
+from base import backend, joining, json_rows, json_text, sending
 from base.sending import postgres
 
 
@@ -397,11 +399,18 @@ def _db_value(field, value, db):
 
 def _prep(field, kind, value, db):
     """`_db_value` with `_passes(field)` already known: statements keep it with their fields."""
-    if kind is not None and (
-        value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None))
-    ):
-        return value
+    if kind is not None:
+        if value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None)):
+            return value
+        if kind is _JSON and (type(value) is dict or type(value) is list):
+            # What the field's get_db_prep_save makes of a document, written by orjson (base.json_text).
+            return Jsonb(value, dumps=json_text.dumps)
     return field.get_db_prep_save(value, db)
+
+
+class _JSON:
+    """`_passes` of a JSONField without an encoder of its own, on PostgreSQL: its documents (dicts and
+    lists) go as psycopg's Jsonb, as Django's PostgreSQL backend adapts them (adapt_json_value)."""
 
 
 # Fields whose get_db_prep_save makes nothing new of a value of this exact type (or None): such a value
@@ -434,6 +443,8 @@ def _passes(field) -> type | None:
             return python_type
     if kind is model_fields.DateTimeField and postgres() and settings.USE_TZ:
         return dt.datetime
+    if kind is JSONField and field.encoder is None and postgres():
+        return _JSON
     return None
 
 
