@@ -386,10 +386,19 @@ def _insert_plan(model, fields: tuple) -> tuple:
     names = [field.attname for field in fields]
     getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
     relations = tuple(field for field in fields if field.is_relation)
-    own_pre_save = tuple(
-        (i, field) for i, field in enumerate(fields) if type(field).pre_save is not model_fields.Field.pre_save
-    )
+    own_pre_save = tuple((i, field) for i, field in enumerate(fields) if _own_pre_save(field))
     return getter, relations, own_pre_save
+
+
+def _own_pre_save(field) -> bool:
+    """Whether `field.pre_save` may give other than the attribute's value: a field class with a pre_save
+    of its own, but Django's date and time fields without auto_now or auto_now_add, whose pre_save is
+    then the attribute's value."""
+    if type(field).pre_save is model_fields.Field.pre_save:
+        return False
+    if type(field) in (model_fields.DateTimeField, model_fields.DateField, model_fields.TimeField):
+        return bool(field.auto_now or field.auto_now_add)
+    return True
 
 
 def _db_value(field, value, db):
@@ -404,7 +413,7 @@ def _prep(field, kind, value, db):
             return value
         if kind is _JSON and (type(value) is dict or type(value) is list):
             # What the field's get_db_prep_save makes of a document, written by orjson (base.json_text).
-            return Jsonb(value, dumps=json_text.dumps)
+            return Jsonb(value, dumps=json_text.dumped)
     return field.get_db_prep_save(value, db)
 
 

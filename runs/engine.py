@@ -79,11 +79,12 @@ def derive_run_state(txn: LoadedRun) -> str:
 def next_wake(txn: LoadedRun) -> dt.datetime | None:
     moments = []
     for row in txn.steps.values():
-        if row.state == StepState.CLAIMED and row.lease_expires_at:
+        state = row.state  # read once: a guarded field reads through its descriptor (runs.transitions)
+        if state == StepState.CLAIMED and row.lease_expires_at:
             moments.append(row.lease_expires_at)
-        if row.state == StepState.WAITING and row.wake_at:
+        if state == StepState.WAITING and row.wake_at:
             moments.append(row.wake_at)
-        if row.state in ACTIVE_STATES and row.due_at and not row.overdue:
+        if state in ACTIVE_STATES and row.due_at and not row.overdue:
             moments.append(row.due_at)
     return min(moments) if moments else None
 

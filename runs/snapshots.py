@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import logging
 import operator
 import threading
@@ -41,7 +40,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DateTimeField, JSONField
 
-from base import backend, keys, sending, sql, tracked
+from base import backend, json_text, keys, sending, sql, tracked
 
 from .models import IdempotencyRecord, Lease, Run, RunStep
 
@@ -162,7 +161,7 @@ def _remember(txn) -> None:
         kept = _runs.get(run.pk)
     # The data's size is measured once for each document: a write that left it as it was keeps the figure.
     data = run.data
-    characters = kept.data_characters if kept is not None and kept.data is data else len(json.dumps(data, ensure_ascii=False))
+    characters = kept.data_characters if kept is not None and kept.data is data else len(json_text.dumps(data))
     if characters > SNAPSHOT_DATA_CHARACTERS:
         forget(run.pk)
         return

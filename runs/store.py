@@ -190,18 +190,18 @@ def save(txn: LoadedRun) -> Saved:
         changes = tracked.changes(run)
         sql.guard(Run, run.pk, changes, txn.read_as)
         ended = run.is_over and "state" in changes
-    new_rows = [row for row in txn.steps.values() if row.pk is None]
+    new_rows = [row for row in txn.steps.values() if row.id is None]
     if new_rows and sql.is_optimistic() and snapshots.enabled():
         # Keys ahead for a new run's steps, so that its snapshot names each one (runs.snapshots).
         for row, key in zip(new_rows, snapshots.keys_ahead(RunStep, len(new_rows)), strict=True):
             row.pk = key
     for lease, key in zip(txn.new_leases, txn.lease_keys, strict=False):
         lease.pk = key  # reserved with the load, as a rule
-    unkeyed = [lease for lease in txn.new_leases if lease.pk is None]
+    unkeyed = [lease for lease in txn.new_leases if lease.id is None]
     # Rows others point at need their keys before the batch: work items at their steps, steps at their
     # leases. The keys come from the sequences, in one round trip, and every row joins the batch.
     # (A new run's steps keyed ahead for its snapshot have theirs.)
-    unkeyed_steps = [row for row in new_rows if row.pk is None]
+    unkeyed_steps = [row for row in new_rows if row.id is None]
     needing = [rows for rows in (unkeyed_steps if txn.new_items else [], txn.new_items, unkeyed) if rows]
     if needing and not keys.reserve_keys(needing):  # SQLite: the INSERTs give the keys
         if txn.new_items:
@@ -212,12 +212,13 @@ def save(txn: LoadedRun) -> Saved:
     for lease in txn.new_leases:
         if lease.step.lease is lease:
             lease.step.lease_id = lease.pk
+    added = {id(row) for row in new_rows}  # by identity: a model's == compares keys, through Python
     for row in txn.steps.values():
-        if row in new_rows:
+        if id(row) in added:
             tracked.remember(row)
             continue
         # One narrow UPDATE per changed row: cheaper than a CASE-per-field bulk update for the few rows a write changes.
-        sql.update(RunStep, row.pk, tracked.changes(row))
+        sql.update(RunStep, row.id, tracked.changes(row))
     for item in txn.new_items:
         tracked.remember(item)
     closed = []

@@ -93,6 +93,20 @@ def test_an_instance_created_is_the_one_its_class_makes(model):
         fast, reference = backend.created(model, **{related.name: target}), model(**{related.name: target})
         assert values(fast) == values(reference)
         assert getattr(fast, related.attname) == 7 and getattr(fast, related.name) is target
+        assert fast._state.db == reference._state.db == target._state.db == "default"
+        unsaved = related.related_model()
+        fast = backend.created(model, **{related.name: unsaved})
+        assert getattr(fast, related.attname) is None and getattr(fast, related.name) is unsaved
+
+
+@pytest.mark.parametrize("model", _project_models(), ids=lambda model: model._meta.label)
+def test_every_field_given_is_kept_as_the_constructor_keeps_it(model):
+    # Each value given by attname is kept where the constructor keeps it, for every model.
+    given = {field.attname: object() for field in model._meta.concrete_fields if not field.primary_key}
+    fast, reference = backend.created(model, **given), model(**given)
+    assert {k: v for k, v in vars(fast).items() if k != "_state"} == {k: v for k, v in vars(reference).items() if k != "_state"}
+    for attname, value in given.items():
+        assert getattr(fast, attname) is value
 
 
 def test_created_refuses_what_the_constructor_refuses():

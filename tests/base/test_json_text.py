@@ -35,6 +35,7 @@ def test_text_reads_as_the_standard_library_reads_it(document):
 @given(DOCUMENTS)
 def test_a_document_written_reads_back_as_it_was(document):
     assert json.loads(json_text.dumps(document)) == document
+    assert json.loads(json_text.dumped(document)) == document
     rendered = json_text.rendered({"ok": True, "data": document}, JSONRenderer())
     assert json.loads(rendered) == json.loads(JSONRenderer().render({"ok": True, "data": document}))
 
@@ -43,6 +44,19 @@ def test_a_document_written_reads_back_as_it_was(document):
 def test_an_integer_past_64_bits_keeps_every_digit(text):
     assert json_text.loads(text) == json.loads(text)
     assert json.dumps(json_text.loads(text)) == json.dumps(json.loads(text))
+
+
+def test_a_long_text_is_read_without_orjsons_working_memory():
+    import tracemalloc
+
+    text = json.dumps({"contentBase64": "QUFB" * (json_text.ORJSON_TEXT // 2)})
+    tracemalloc.start()
+    try:
+        assert json_text.loads(text)["contentBase64"].startswith("QUFB")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(text)
 
 
 def test_what_orjson_refuses_is_read_and_refused_as_before():
