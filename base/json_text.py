@@ -22,6 +22,7 @@ library's answer stands:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -45,25 +46,30 @@ def loads(text: str | bytes, *, parse_constant=None):
     return json.loads(text, parse_constant=parse_constant)
 
 
-def dumps(value) -> str:
-    """`json.dumps(value)` (as Django writes a JSONField's value), by orjson where it can write it."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value)
-
-
 def dumped(value) -> bytes | str:
-    """`dumps` for a driver that takes bytes or text (psycopg's Jsonb): orjson's bytes, not decoded."""
+    """`json.dumps(value)` (as Django writes a JSONField's value), by orjson where it can write it: orjson's
+    bytes as they are, for a driver that takes bytes or text (psycopg's Jsonb)."""
     try:
         return orjson.dumps(value)
     except TypeError:
         return json.dumps(value)
 
 
+def dumps(value) -> str:
+    """`dumped` as text."""
+    text = dumped(value)
+    return text if isinstance(text, str) else text.decode()
+
+
 # DRF's JSONRenderer turns these into escapes, so its JSON is also a strict subset of JavaScript.
 _LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+@functools.cache
+def _default(encoder_class):
+    """What an encoder of `encoder_class` makes of a type JSON has no place for: made once, not per answer."""
+    return encoder_class().default
 
 
 def rendered(value, renderer) -> bytes:
@@ -72,7 +78,7 @@ def rendered(value, renderer) -> bytes:
     if renderer.ensure_ascii or not renderer.compact:
         return renderer.render(value)
     try:
-        text = orjson.dumps(value, default=renderer.encoder_class().default, option=_OPTIONS)
+        text = orjson.dumps(value, default=_default(renderer.encoder_class), option=_OPTIONS)
     except TypeError:
         return renderer.render(value)
     if _LINE_SEPARATORS[0] in text or _LINE_SEPARATORS[1] in text:

@@ -331,7 +331,8 @@ def _jsonb_order(keys: tuple) -> tuple:
 
 def _as_jsonb(value):
     """A JSON value as jsonb stores it and gives it back: object keys shorter first, then by their
-    UTF-8 bytes; numbers by their decimal text (psycopg writes a float as `repr` does)."""
+    UTF-8 bytes; numbers by their decimal text (a float's written text, `repr`'s or orjson's, spells the
+    same number)."""
     kind = type(value)
     if kind is dict:
         keys = tuple(value)
