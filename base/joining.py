@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 
 class NotGuardable(ValueError):
     """A statement with no guarded form: it is not among those base.sql registered below."""
@@ -38,23 +40,58 @@ def one_statement(statements: list) -> tuple[str, list]:
     with the same columns go as one INSERT of several rows, so their keys follow the order they were
     written in.
     """
-    merged: dict[str, list] = {}  # statement text: [text, params, rows]
-    for text, params in statements:
+    text, order = _joined(None, tuple(text for text, _params in statements))
+    return text, _values([], statements, order)
+
+
+def _joined(guard_text: str | None, texts: tuple) -> tuple[str, tuple]:
+    """The one statement of a batch of `texts` (past `guard_text`, when given), and the order of the
+    statements whose parameters it takes, after the guard's: kept for a write of a few statements,
+    whose shape repeats."""
+    if len(texts) > KEPT_SHAPE_STATEMENTS:
+        return _made(guard_text, texts)
+    return _kept(guard_text, texts)
+
+
+def _values(first: list, statements: list, order: tuple) -> list:
+    values = list(first)
+    for i in order:
+        values.extend(statements[i][1])
+    return values
+
+
+# The shapes of write kept (`_joined`), a few per tool and path through it, each of at most so many
+# statements: a larger batch (a notice to each of a large group) is joined anew.
+KEPT_SHAPES = 512
+KEPT_SHAPE_STATEMENTS = 32
+
+
+@functools.lru_cache(maxsize=KEPT_SHAPES)
+def _kept(guard_text: str | None, texts: tuple) -> tuple[str, tuple]:
+    return _made(guard_text, texts)
+
+
+def _made(guard_text: str | None, texts: tuple) -> tuple[str, tuple]:
+    return _one(texts) if guard_text is None else _guarded(guard_text, texts)
+
+
+def _one(texts: tuple) -> tuple[str, tuple]:
+    merged: dict[str, list] = {}  # statement text: [text, statement indices]
+    for i, text in enumerate(texts):
         if text.startswith("INSERT ") and text.endswith(")") and " RETURNING " not in text:
             found = merged.get(text)
             if found is not None:
-                found[1] = [*found[1], *params]
-                found[2] += 1
+                found[1].append(i)
                 continue
-        merged[text if text.startswith("INSERT ") else f"{len(merged)}:{text}"] = [text, list(params), 1]
-    parts, values = [], []
-    for text, params, rows in merged.values():
-        if rows > 1:
+        merged[text if text.startswith("INSERT ") else f"{len(merged)}:{text}"] = [text, [i]]
+    parts, order = [], []
+    for text, indices in merged.values():
+        if len(indices) > 1:
             head, _sep, row = text.rpartition(" VALUES ")
-            text = f"{head} VALUES {', '.join([row] * rows)}"
+            text = f"{head} VALUES {', '.join([row] * len(indices))}"
         parts.append(f"w{len(parts)} AS ({text})")
-        values.extend(params)
-    return f"WITH {', '.join(parts)} SELECT 1", values
+        order.extend(indices)
+    return f"WITH {', '.join(parts)} SELECT 1", tuple(order)
 
 
 def guarded_statement(guard_text: str, guard_params: list, statements: list) -> tuple[str, list]:
@@ -67,32 +104,34 @@ def guarded_statement(guard_text: str, guard_params: list, statements: list) -> 
     (a VALUES list has no target column to take it from); rows of one table with the same columns
     are one INSERT, in the order written.
     """
-    parts, values = [f"g AS ({guard_text})"], list(guard_params)
+    text, order = _joined(guard_text, tuple(text for text, _params in statements))
+    return text, _values(guard_params, statements, order)
+
+
+def _guarded(guard_text: str, texts: tuple) -> tuple[str, tuple]:
+    parts: list = [f"g AS ({guard_text})"]
     merged: dict[str, list] = {}
-    for text, params in statements:
+    for i, text in enumerate(texts):
         if text.startswith("INSERT "):
             row = CAST_ROWS.get(text)
             if row is None:
                 raise NotGuardable(f"no guarded form of {text[:60]!r}")
             found = merged.get(text)
             if found is None:
-                merged[text] = found = [text, row, [], 0]
+                merged[text] = found = [text, row, []]
                 parts.append(found)
-            found[2].extend(params)
-            found[3] += 1
+            found[2].append(i)
         elif text in GUARDABLE_UPDATES:
-            parts.append((f"{text} AND EXISTS (SELECT FROM g)", params))
+            parts.append((f"{text} AND EXISTS (SELECT FROM g)", [i]))
         else:
             raise NotGuardable(f"no guarded form of {text[:60]!r}")
-    out = [parts[0]]
+    out, order = [parts[0]], []
     for part in parts[1:]:
         if isinstance(part, list):
-            text, row, params, rows = part
+            text, row, indices = part
             head = text.rpartition(" VALUES ")[0]
-            part = (f"{head} SELECT * FROM (VALUES {', '.join([row] * rows)}) v WHERE EXISTS (SELECT FROM g)", params)
-        text, params = part
+            part = (f"{head} SELECT * FROM (VALUES {', '.join([row] * len(indices))}) v WHERE EXISTS (SELECT FROM g)", indices)
+        text, indices = part
         out.append(f"w{len(out)} AS ({text})")
-        values.extend(params)
-    return f"WITH {', '.join(out)} SELECT count(*) FROM g", values
-
-
+        order.extend(indices)
+    return f"WITH {', '.join(out)} SELECT count(*) FROM g", tuple(order)

@@ -187,12 +187,12 @@ _PLACEHOLDER = re.compile(r"%[s%]")
 
 
 @contextmanager
-def one_statement_cursor():
+def one_statement_cursor(db=None):
     """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own.
 
     A new one each time, closed after: a write's values may be large (an uploaded file), and a cursor
-    holds on to the last values it sent."""
-    db = connections[DEFAULT_DB_ALIAS]
+    holds on to the last values it sent. `db`: the default connection's wrapper, when the caller has it."""
+    db = db or connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
     cursor = backend.wrapped_cursor(db, Numbered(db.connection))
     try:

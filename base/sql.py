@@ -37,6 +37,7 @@ class _Pending(threading.local):
     after: list | None = None  # what `on_commit` holds until the guarded batch is applied
     expected: list | None = None  # the rows the write's reads stood on, (model, key, {field: value as read})
     sending: bool = False
+    db = None  # inside `deferred()`: the connection wrapper, looked up once for the write (`_db`)
 
 
 _pending = _Pending()
@@ -54,6 +55,7 @@ def deferred():
         yield
         return
     _pending.statements, _pending.updates, _pending.guard = [], {}, None
+    _pending.db = connections[DEFAULT_DB_ALIAS]
     try:
         yield
         statements, _pending.statements = _pending.statements, None
@@ -63,7 +65,14 @@ def deferred():
         else:
             sending.send(statements)
     finally:
-        _pending.statements = _pending.updates = _pending.guard = None
+        _pending.statements = _pending.updates = _pending.guard = _pending.db = None
+
+
+def _db():
+    """The default connection's wrapper: the write's own inside `deferred()`, else looked up (through
+    asgiref's context-local storage, which costs more than the rest of a small statement's making)."""
+    db = _pending.db
+    return db if db is not None else connections[DEFAULT_DB_ALIAS]
 
 
 # --- writes without a transaction block ----------------------------------------------------------
@@ -103,13 +112,14 @@ def optimistic(*, new_rows: bool = False):
     """
     if _pending.optimistic or _pending.statements is not None:
         raise NeedsLock("an optimistic write cannot nest in another write")
-    outer = connection.in_atomic_block
+    db = connections[DEFAULT_DB_ALIAS]
+    outer = db.in_atomic_block
     _pending.optimistic, _pending.after, _pending.expected = True, [], []
     _pending.new_rows = new_rows
     try:
         # In a caller's transaction, a savepoint: whatever fails inside leaves that transaction usable.
         try:
-            with transaction.atomic() if outer else contextlib.nullcontext(), connection.execute_wrapper(_refuse_writes):
+            with transaction.atomic() if outer else contextlib.nullcontext(), db.execute_wrapper(_refuse_writes):
                 yield
         except (Moved, NeedsLock, DatabaseError):
             raise
@@ -165,9 +175,9 @@ def guard(model, pk, changes: dict, expected: dict) -> None:
     if _pending.guard is not None:
         raise NeedsLock("an optimistic write has one guard")
     statement, fields = _update_statement(model, tuple(changes))
-    db = connections[DEFAULT_DB_ALIAS]
-    params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
-    conditions, values = _as_read(model, pk, expected)  # the statement ends in `WHERE <key> = %s`
+    db = _db()
+    params = _prepped(fields, changes.values(), db)
+    conditions, values = _as_read(model, pk, expected, db)  # the statement ends in `WHERE <key> = %s`
     _pending.guard = (f"{statement}{conditions} RETURNING 1", params + values)
 
 
@@ -183,13 +193,19 @@ def guard_found(text: str, params: list) -> None:
     _pending.guard = (text, list(params))
 
 
-def _as_read(model, pk, expected: dict) -> tuple[str, list]:
+def _as_read(model, pk, expected: dict, db=None) -> tuple[str, list]:
     """` AND <column> = %s` for each field of `expected` ({field name: value as read}), to follow a
     `<key> = %s`, and the parameters of both: the key first."""
-    db = connections[DEFAULT_DB_ALIAS]
-    fields = [model._meta.get_field(name) for name in expected]
+    conditions, fields = _conditions(model, tuple(expected))
+    return conditions, [pk, *_prepped(fields, expected.values(), db or _db())]
+
+
+@functools.cache
+def _conditions(model, names: tuple) -> tuple[str, tuple]:
+    """` AND <column> = %s` for each of `names`, and those fields with `_passes(field)` each (`_prepped`)."""
+    fields = [model._meta.get_field(name) for name in names]
     conditions = "".join(f" AND {backend.quote_name(field.column)} = %s" for field in fields)
-    return conditions, [pk, *(_db_value(field, value, db) for field, value in zip(fields, expected.values(), strict=True))]
+    return conditions, _with_kinds(fields)
 
 
 def _refuse_unless_read(text: str) -> None:
@@ -235,7 +251,7 @@ def _sending():
     """The cursor an optimistic write's one statement goes on, past the refusal of writes sent at once."""
     _pending.sending = True
     try:
-        with sending.one_statement_cursor() as cursor:
+        with sending.one_statement_cursor(_db()) as cursor:
             yield cursor
     finally:
         _pending.sending = False
@@ -337,7 +353,7 @@ def _update_statement(model, names: tuple) -> tuple[str, list]:
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     statement = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
     joining.GUARDABLE_UPDATES.add(statement)
-    return statement, [(field, _passes(field)) for field in fields]
+    return statement, _with_kinds(fields)
 
 
 def update(model, pk, changes: dict) -> None:
@@ -360,8 +376,7 @@ def update(model, pk, changes: dict) -> None:
 
 def _update(model, pk, changes: dict) -> tuple[str, list]:
     statement, fields = _update_statement(model, tuple(changes))
-    db = connections[DEFAULT_DB_ALIAS]
-    params = [_prep(field, kind, value, db) for (field, kind), value in zip(fields, changes.values(), strict=True)]
+    params = _prepped(fields, changes.values(), _db())
     params.append(pk)
     return statement, params
 
@@ -370,14 +385,39 @@ def _insert_values(obj, fields, plan, db) -> list:
     getter, relations, own_pre_save = plan
     for field in relations:
         # As save() does: a foreign key set to an instance saved since takes that instance's key.
-        if getattr(obj, field.attname) is None:
+        if obj.__dict__.get(field.attname) is None:
             related = backend.cached_related(field, obj)
             if related is not None and related.pk is not None:
                 setattr(obj, field.name, related)  # as save() does: the key taken, the instance kept
-    values = list(getter(obj))
-    for i, field in own_pre_save:
-        values[i] = field.pre_save(obj, True)
-    return [_prep(field, kind, value, db) for (field, kind), value in zip(fields, values, strict=True)]
+    values = getter(obj)
+    if own_pre_save:
+        values = list(values)
+        for i, field in own_pre_save:
+            values[i] = field.pre_save(obj, True)
+    return _prepped(fields, values, db)
+
+
+class _Never:
+    """No value's type: a field whose values always go through `_prep`."""
+
+
+def _with_kinds(fields) -> tuple:
+    """Each field with `_passes(field)`, and the type of values it sends as they are without a look
+    (`_prepped`): a plain integer, string or boolean field's; `_Never` for the rest."""
+    out = []
+    for field in fields:
+        kind = _passes(field)
+        out.append((field, kind, kind if kind in (int, str, bool) else _Never))
+    return tuple(out)
+
+
+def _prepped(fields, values, db) -> list:
+    """Each value as `_prep` makes it, for fields from `_with_kinds`; None and a plain field's value of
+    its exact type go as they are, without the call."""
+    return [
+        value if value is None or type(value) is plain else _prep(field, kind, value, db)
+        for (field, kind, plain), value in zip(fields, values, strict=True)
+    ]
 
 
 def _insert_plan(model, fields: tuple) -> tuple:
@@ -475,7 +515,7 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
         statement += f" RETURNING {quote(model._meta.pk.column)}"
     else:
         joining.CAST_ROWS[statement] = f"({', '.join(f'CAST(%s AS {f.db_type(connection)})' for f in fields)})"
-    return statement, [(field, _passes(field)) for field in fields], _insert_plan(model, tuple(fields))
+    return statement, _with_kinds(fields), _insert_plan(model, tuple(fields))
 
 
 def _saved(obj) -> None:
@@ -488,8 +528,8 @@ def insert(*objs) -> None:
     if not objs:
         return
     model = type(objs[0])
-    statement, fields, plan = _insert_statement(model, returning=True)
-    db = connections[DEFAULT_DB_ALIAS]
+    statement, fields, plan = _insert_statement(model, True)
+    db = _db()
     answers = fetch_many([(statement, _insert_values(obj, fields, plan, db)) for obj in objs])
     for obj, [(pk,)] in zip(objs, answers, strict=True):
         setattr(obj, model._meta.pk.attname, pk)
@@ -501,9 +541,10 @@ def insert_later(*objs) -> None:
 
     Inside `deferred()` the INSERTs wait for the batch.
     """
-    db = connections[DEFAULT_DB_ALIAS]
+    db = _db()
     for obj in objs:
-        statement, fields, plan = _insert_statement(type(obj), returning=False, with_key=obj.pk is not None)
+        model = type(obj)
+        statement, fields, plan = _insert_statement(model, False, obj.__dict__.get(model._meta.pk.attname) is not None)
         _execute(statement, _insert_values(obj, fields, plan, db))
         _saved(obj)
 

@@ -83,6 +83,15 @@ def remember(obj, *, by_identity: frozenset = frozenset()):
     return obj
 
 
+def remember_as(obj, values: tuple, *, by_identity: frozenset = frozenset()):
+    """`remember` with the values as loaded given: each written field's value, in `written_fields`
+    order, equal to the instance's own and never changed by anyone (a JSON value the instance holds a
+    copy of, or, for a field in `by_identity`, the very object it holds); return the instance."""
+    obj.loaded_values = values
+    obj.loaded_by_identity = by_identity
+    return obj
+
+
 def changes(obj) -> dict:
     """The fields of a remembered instance that differ from what was loaded, now remembered as saved.
 

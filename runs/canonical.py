@@ -30,9 +30,13 @@ def _plain(value):
     return value
 
 
+# json.dumps with these arguments makes an encoder at every call; one kept does the same work once.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value) -> bytes:
     """Serialise JSON deterministically (sorted keys, no spaces); integers of any size are allowed."""
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(_plain(value)).encode()
 
 
 def snapshot_of(data: dict) -> str:

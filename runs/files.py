@@ -102,13 +102,15 @@ def data_with_urls(data: dict) -> dict:
     """Return run data with a fresh signed `url` on every file evidence item, current and in history."""
     steps = {}
     for step_id, record in data.get("steps", {}).items():
-        record = dict(record)
-        if record.get("evidence"):
-            record["evidence"] = with_urls(record["evidence"])
-        if record.get("history"):
-            record["history"] = [
-                {**old, "evidence": with_urls(old["evidence"])} if old.get("evidence") else old
-                for old in record["history"]
-            ]
+        evidence, history = record.get("evidence"), record.get("history")
+        if evidence or any(old.get("evidence") for old in history or ()):
+            record = dict(record)  # a copy only where a url is added: the rest is the data's own
+            if evidence:
+                record["evidence"] = with_urls(evidence)
+            if history:
+                record["history"] = [
+                    {**old, "evidence": with_urls(old["evidence"])} if old.get("evidence") else old
+                    for old in history
+                ]
         steps[step_id] = record
     return {"inputs": data.get("inputs", {}), "steps": steps}

@@ -35,6 +35,12 @@ class Mode(models.TextChoices):
     TEST = "test"
 
 
+# A run's data is a document a write only ever replaces (runs.engine `_store`, runs.agent_steps
+# `_show_check`), never alters in place: compared by identity (base.tracked), it need not be copied at
+# every load.
+RUN_REPLACED = frozenset({"data"})
+
+
 class Run(Stateful):
     # Indexed by the composite indexes below, which lead with it.
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="runs", db_index=False)

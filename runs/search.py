@@ -144,7 +144,7 @@ def keep_document(run, *, started: bool, loaded_data) -> None:
 def words_moved(data, loaded) -> bool:
     """Whether what a run's document holds words of (`places`: its inputs and its steps' outputs) may
     differ between its data as loaded and as written. A write replaces each document it changes and
-    keeps the rest as they were (runs.store.RUN_REPLACED, runs.engine.with_record), so what is the
+    keeps the rest as they were (runs.models.RUN_REPLACED, runs.engine.with_record), so what is the
     object loaded is unchanged, and anything else is taken as changed: at worst an equal output given
     again writes the same document again."""
     if data is loaded:

@@ -42,7 +42,7 @@ from django.db.models import DateTimeField, JSONField
 
 from base import backend, json_text, keys, sending, sql, tracked
 
-from .models import IdempotencyRecord, Lease, Run, RunStep
+from .models import RUN_REPLACED, IdempotencyRecord, Lease, Run, RunStep
 
 log = logging.getLogger(__name__)
 
@@ -65,14 +65,25 @@ KEYS_AHEAD = 32
 SNAPSHOT_DATA_CHARACTERS = 8 * 1024
 
 
+class Row:
+    """One row of a snapshot: its values in field order (compared with an instance's), and the same by
+    attname (each instance of it starts as a copy of this dict)."""
+
+    __slots__ = ("by_name", "values")
+
+    def __init__(self, model, values: tuple):
+        self.values = values
+        self.by_name = dict(zip(_plan(model).attnames, values, strict=True))
+
+
 class Snapshot:
     __slots__ = ("data", "data_characters", "leases", "organization_id", "revision", "run", "steps")
 
-    def __init__(self, run: tuple, steps: dict[int, tuple], leases: dict[str, tuple], data_characters: int):
+    def __init__(self, run: Row, steps: dict[int, Row], leases: dict[str, Row], data_characters: int):
         self.run, self.steps, self.leases, self.data_characters = run, steps, leases, data_characters
         index = _plan(Run).index
         self.organization_id, self.revision, self.data = (
-            run[index["organization_id"]], run[index["revision"]], run[index["data"]]
+            run.values[index["organization_id"]], run.values[index["revision"]], run.values[index["data"]]
         )
 
 
@@ -126,8 +137,8 @@ def recall(run_id: int | None, *, lease_id: str | None, organization_id: int | N
             return None
     reserved = keys_ahead(Lease, leases) if leases else []
     _offer.used = run_id
-    [run] = _built(Run, [snapshot.run])
-    return run, _built(RunStep, list(snapshot.steps.values())), found, reserved
+    [run] = _built(Run, [snapshot.run], remembered=RUN_REPLACED)
+    return run, _built(RunStep, list(snapshot.steps.values()), remembered=frozenset()), found, reserved
 
 
 def read_as(run) -> dict:
@@ -166,11 +177,15 @@ def _remember(txn) -> None:
         forget(run.pk)
         return
     kept_steps = kept.steps if kept is not None else {}
+    kept_leases = kept.leases if kept is not None else {}
     try:
-        run_row = _stored(Run, run, same_data=txn.loaded_data)
-        rows = {row.id: _stored(RunStep, row, kept_steps.get(row.id)) for row in steps}
+        run_row = Row(Run, _stored(Run, run, same_data=txn.loaded_data,
+                                   data_before=kept.data if kept is not None else None))
+        rows = {row.id: _kept_row(RunStep, row, kept_steps.get(row.id)) for row in steps}
         held = {row.lease_id for row in steps}
-        leases = {lease.public_id: _stored(Lease, lease) for lease in [*txn.known_leases, *txn.new_leases] if lease.id in held}
+        # A lease never changes once written: one kept already is kept as it is.
+        leases = {lease.public_id: kept_leases.get(lease.public_id) or Row(Lease, _stored(Lease, lease))
+                  for lease in [*txn.known_leases, *txn.new_leases] if lease.id in held}
     except Unsure:
         forget(run.pk)
         return
@@ -245,9 +260,13 @@ class _Plan:
         self.index = {name: i for i, name in enumerate(self.attnames)}
         self.json = tuple(i for i, field in enumerate(fields) if isinstance(field, JSONField))
         # A write's own copy of each document but the run's data, which a write only ever replaces.
-        self.copied = tuple(i for i in self.json if fields[i].attname != "data")
+        self.copied_names = tuple(fields[i].attname for i in self.json if fields[i].attname != "data")
         self.times = tuple(i for i, field in enumerate(fields) if isinstance(field, DateTimeField))
         self.other = tuple(i for i in range(len(fields)) if i not in self.json and i not in self.times)
+        self.data = self.index.get("data")
+        # A row's values but the key, as base.tracked keeps an instance's values as loaded.
+        written = [self.index[name] for name in tracked.written_fields(model)]
+        self.written = operator.itemgetter(*written)
 
 
 @functools.cache
@@ -255,27 +274,38 @@ def _plan(model) -> _Plan:
     return _Plan(model)
 
 
-def _built(model, rows) -> list:
+def _built(model, rows: list, *, remembered: frozenset | None = None) -> list:
+    """Instances of `model` from a snapshot's rows, each with its own copy of every JSON value but the
+    run's data. `remembered`: each also remembered as loaded (base.tracked), with those fields compared
+    by identity, its values as loaded taken from the row itself, which nothing changes."""
     plan = _plan(model)
-    if plan.copied:
-        rows = [_with_copies(row, plan.copied) for row in rows]
-    return backend.loaded_rows(model, DEFAULT_DB_ALIAS, rows)
+    built = backend.loaded_from(model, DEFAULT_DB_ALIAS, [row.by_name for row in rows])
+    if plan.copied_names:
+        for obj in built:
+            values = obj.__dict__
+            for name in plan.copied_names:
+                value = values[name]
+                if value is not None:
+                    values[name] = tracked.copied(value)
+    if remembered is not None:
+        written = plan.written
+        for obj, row in zip(built, rows, strict=True):
+            tracked.remember_as(obj, written(row.values), by_identity=remembered)
+    return built
 
 
-def _with_copies(row: tuple, positions: tuple) -> tuple:
-    values = None
-    for i in positions:
-        if row[i] is not None:
-            if values is None:
-                values = list(row)
-            values[i] = tracked.copied(row[i])
-    return row if values is None else tuple(values)
+def _kept_row(model, obj, kept: Row | None) -> Row:
+    """`obj`'s row as the database gives it back: `kept`, the last snapshot's, when nothing in it changed."""
+    values = _stored(model, obj, kept.values if kept is not None else None)
+    return kept if kept is not None and values is kept.values else Row(model, values)
 
 
-def _stored(model, obj, kept: tuple | None = None, *, same_data=None) -> tuple:
+def _stored(model, obj, kept: tuple | None = None, *, same_data=None, data_before=None) -> tuple:
     """`obj`'s values as the database gives them back, in field order. `kept`: the row as the last
     snapshot stored it, returned as it is when nothing in it changed (runs.store writes a value only
-    where it differs, by `==`, from what was read, so an equal value is the stored one)."""
+    where it differs, by `==`, from what was read, so an equal value is the stored one). `same_data`:
+    the run's data as the write read it, stored as it is; `data_before`: the run's data as the last
+    snapshot stored it, whose parts a new document holds as they are (`_as_jsonb_after`)."""
     plan = _plan(model)
     try:
         values = plan.read(obj.__dict__)
@@ -287,7 +317,7 @@ def _stored(model, obj, kept: tuple | None = None, *, same_data=None) -> tuple:
     for i in plan.json:
         value = values[i]
         if value is not None and value is not same_data:
-            values[i] = _as_jsonb(value)
+            values[i] = _as_jsonb(value) if data_before is None or i != plan.data else _as_jsonb_after(value, data_before)
     for i in plan.times:
         value = values[i]
         if value is not None and value.tzinfo is not dt.UTC:
@@ -327,6 +357,27 @@ def _jsonb_order(keys: tuple) -> tuple:
         _JSONB_ORDER.clear()
     _JSONB_ORDER[keys] = ordered
     return ordered
+
+
+def _as_jsonb_after(value, before):
+    """`_as_jsonb(value)`, where each part of `value` that is the very object `before` holds at the same
+    place is taken as it is: `before` is a document as jsonb gives it back, which nothing changes, and a
+    write that replaces the run's data keeps every part it did not change (runs.models.RUN_REPLACED)."""
+    if value is before:
+        return before
+    kind = type(value)
+    if kind is dict and type(before) is dict:
+        keys = tuple(value)
+        ordered = _JSONB_ORDER.get(keys)
+        if ordered is None:
+            ordered = _jsonb_order(keys)
+        return {key: item if type(item) in _AS_THEY_ARE else _as_jsonb_after(item, before.get(key))
+                for key in ordered for item in (value[key],)}
+    if kind is list and type(before) is list:
+        known = len(before)
+        return [item if type(item) in _AS_THEY_ARE else _as_jsonb_after(item, before[i] if i < known else None)
+                for i, item in enumerate(value)]
+    return _as_jsonb(value)
 
 
 def _as_jsonb(value):

@@ -22,7 +22,7 @@ from processes.kinds import PERSON_KINDS
 from processes.models import ProcessVersion
 
 from . import snapshots
-from .models import Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
+from .models import RUN_REPLACED, Event, Lease, Run, RunStep, StepState, WorkItem, WorkItemState
 
 
 @dataclass
@@ -96,11 +96,6 @@ def published_version(version_id: int) -> ProcessVersion:
 IN_ORGANIZATION = " AND t.organization_id + 0 = %s"
 
 
-# A run's data is a document a write only ever replaces (`_store`, `_show_check`), never alters in place:
-# compared by identity, it need not be copied at every load.
-RUN_REPLACED = frozenset({"data"})
-
-
 def load(
     run_id: int | None,
     *,
@@ -130,7 +125,8 @@ def load(
         also=also, leases=leases,
     ) if sql.is_optimistic() else None
     if remembered is not None:
-        # This process's last write to the run left these rows; its guard finds out if any moved since.
+        # This process's last write to the run left these rows, remembered as loaded; its guard finds
+        # out if any moved since.
         locked, rows, extra, lease_keys = remembered
     else:
         # Under base.sql.optimistic the run is not locked: its save is applied only if its revision is unchanged.
@@ -144,17 +140,18 @@ def load(
         if not found:
             raise Run.DoesNotExist(f"run {run_id}")
         locked = found[0]
+        # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
+        # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
+        tracked.remember(locked, by_identity=RUN_REPLACED)
+        rows = [tracked.remember(row) for row in rows]
     read_as = snapshots.read_as(locked)
     # Without the lock, an answer given without a guarded save checks the run still is as read.
     sql.expect(Run, locked.pk, read_as)
-    # As loaded, to write back only what changes. `data` is only ever replaced, never changed in
-    # place (`_store`, `_show_check`), so keeping the loaded object itself is enough.
-    tracked.remember(locked, by_identity=RUN_REPLACED)
     locked.version = published_version(locked.version_id)
     txn = LoadedRun(
         run=locked,
         definition=definition_for(locked.version),
-        steps={row.step_id: tracked.remember(row) for row in rows},
+        steps={row.step_id: row for row in rows},
         now=now or timezone.now(),
         also=extra,
         lease_keys=lease_keys,

@@ -74,6 +74,17 @@ def test_an_instance_loaded_is_the_one_from_db_builds(model):
 
 
 @pytest.mark.parametrize("model", _project_models(), ids=lambda model: model._meta.label)
+def test_an_instance_loaded_from_a_dict_is_the_one_from_db_builds(model):
+    values = [object() for _field in model._meta.concrete_fields]
+    row = {field.attname: value for field, value in zip(model._meta.concrete_fields, values, strict=True)}
+    [fast], reference = backend.loaded_from(model, "default", [row]), model.from_db("default", None, values)
+    assert type(fast) is model
+    assert {k: v for k, v in vars(fast).items() if k != "_state"} == {k: v for k, v in vars(reference).items() if k != "_state"}
+    assert (type(fast._state), fast._state.adding, fast._state.db) == (type(reference._state), False, "default")
+    assert vars(fast) is not row  # each instance has its own copy
+
+
+@pytest.mark.parametrize("model", _project_models(), ids=lambda model: model._meta.label)
 def test_an_instance_created_is_the_one_its_class_makes(model):
     # backend.created stands on the same: every field's default where Model.__init__ puts it, and each
     # value given set as __init__ sets it (a relation's instance cached, its key taken).
@@ -132,6 +143,8 @@ def _row(model):
 BUILDERS = {
     "loaded": lambda model: backend.loaded(model, "default", _row(model)),
     "loaded_rows": lambda model: backend.loaded_rows(model, "default", [_row(model)])[0],
+    "loaded_from": lambda model: backend.loaded_from(
+        model, "default", [{field.attname: None for field in model._meta.concrete_fields}])[0],
     "created": lambda model: backend.created(model, name="a"),
 }
 

@@ -10,8 +10,9 @@ from django.db import connection
 from django.db.models import F
 from psycopg.types.json import Jsonb
 
+from base import tracked
 from runs import snapshots
-from runs.models import Event, Lease, Run, RunStep
+from runs.models import RUN_REPLACED, Event, Lease, Run, RunStep
 from tests.runs.conftest import fields_of, rid
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -69,9 +70,13 @@ def assert_snapshot_is_the_rows(run_id: str) -> None:
     recalled = _recalled(run_id)
     assert recalled is not None, "the write kept no snapshot"
     run, steps, _also, _keys = recalled
-    assert fields_of(run) == fields_of(Run.objects.get(pk=_key(run_id)))
+    # Each instance as a read builds it and runs.store remembers it as loaded (base.tracked), its values
+    # as loaded among its attributes.
+    assert fields_of(run) == fields_of(tracked.remember(Run.objects.get(pk=_key(run_id)), by_identity=RUN_REPLACED))
     read = sorted(RunStep.objects.filter(run_id=_key(run_id)), key=lambda row: row.pk)
-    assert [fields_of(row) for row in sorted(steps, key=lambda row: row.pk)] == [fields_of(row) for row in read]
+    assert [fields_of(row) for row in sorted(steps, key=lambda row: row.pk)] == [
+        fields_of(tracked.remember(row)) for row in read
+    ]
     held = [row.lease_id for row in read if row.lease_id is not None]
     for lease in Lease.objects.filter(pk__in=held):
         with snapshots.offered():
@@ -230,3 +235,19 @@ def test_a_json_value_is_kept_as_jsonb_gives_it_back(value):
     kept = snapshots._as_jsonb(value)
     assert repr(kept) == repr(stored)
     assert json.dumps(kept) == json.dumps(stored)  # key order too
+
+
+def test_a_document_made_from_a_stored_one_is_kept_as_a_whole_one_is():
+    before = snapshots._as_jsonb({"inputs": AWKWARD, "steps": {"a": {"output": AWKWARD, "history": [AWKWARD]}}})
+    # As a write makes run data: new dicts around the parts it keeps, a part moved to another key, a new one.
+    value = {
+        "steps": {**before["steps"], "b": {"output": {"z": 1, "yy": 2.0}, "history": [*before["steps"]["a"]["history"], {"c": 1e21}]},
+                  "c": before["inputs"]["ab"]},
+        "inputs": before["inputs"],
+        "moved": before["steps"]["a"],
+    }
+    kept = snapshots._as_jsonb_after(value, before)
+    assert json.dumps(kept) == json.dumps(snapshots._as_jsonb(value))  # key order and spelling too
+    assert repr(kept) == repr(snapshots._as_jsonb(value))
+    assert kept["inputs"] is before["inputs"]  # a part kept in its place is taken as it is
+    assert kept["steps"]["a"] is before["steps"]["a"]
