@@ -12,19 +12,13 @@ ends a transaction.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
-import operator
 import threading
 from contextlib import contextmanager
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
-from django.db.models import JSONField
-from django.db.models import fields as model_fields
-from psycopg.types.json import Jsonb
 
-from base import backend, joining, json_rows, json_text, sending
+from base import adapting, backend, joining, json_rows, sending
 from base.sending import postgres
 
 
@@ -176,7 +170,7 @@ def guard(model, pk, changes: dict, expected: dict) -> None:
         raise NeedsLock("an optimistic write has one guard")
     statement, fields = _update_statement(model, tuple(changes))
     db = _db()
-    params = _prepped(fields, changes.values(), db)
+    params = adapting.prepped(fields, changes.values(), db)
     conditions, values = _as_read(model, pk, expected, db)  # the statement ends in `WHERE <key> = %s`
     _pending.guard = (f"{statement}{conditions} RETURNING 1", params + values)
 
@@ -197,15 +191,15 @@ def _as_read(model, pk, expected: dict, db=None) -> tuple[str, list]:
     """` AND <column> = %s` for each field of `expected` ({field name: value as read}), to follow a
     `<key> = %s`, and the parameters of both: the key first."""
     conditions, fields = _conditions(model, tuple(expected))
-    return conditions, [pk, *_prepped(fields, expected.values(), db or _db())]
+    return conditions, [pk, *adapting.prepped(fields, expected.values(), db or _db())]
 
 
 @functools.cache
 def _conditions(model, names: tuple) -> tuple[str, tuple]:
-    """` AND <column> = %s` for each of `names`, and those fields with `_passes(field)` each (`_prepped`)."""
+    """` AND <column> = %s` for each of `names`, and those fields as `adapting.with_kinds` gives them."""
     fields = [model._meta.get_field(name) for name in names]
     conditions = "".join(f" AND {backend.quote_name(field.column)} = %s" for field in fields)
-    return conditions, _with_kinds(fields)
+    return conditions, adapting.with_kinds(fields)
 
 
 def _refuse_unless_read(text: str) -> None:
@@ -347,13 +341,13 @@ def field_value(model, name: str, value):
 
 @functools.cache
 def _update_statement(model, names: tuple) -> tuple[str, list]:
-    """The UPDATE of `names` by primary key, and each of those fields with `_passes(field)`."""
+    """The UPDATE of `names` by primary key, and those fields as `adapting.with_kinds` gives them."""
     quote = backend.quote_name
     fields = [model._meta.get_field(name) for name in names]
     assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
     statement = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
     joining.GUARDABLE_UPDATES.add(statement)
-    return statement, _with_kinds(fields)
+    return statement, adapting.with_kinds(fields)
 
 
 def update(model, pk, changes: dict) -> None:
@@ -376,131 +370,15 @@ def update(model, pk, changes: dict) -> None:
 
 def _update(model, pk, changes: dict) -> tuple[str, list]:
     statement, fields = _update_statement(model, tuple(changes))
-    params = _prepped(fields, changes.values(), _db())
+    params = adapting.prepped(fields, changes.values(), _db())
     params.append(pk)
     return statement, params
-
-
-def _insert_values(obj, fields, plan, db) -> list:
-    getter, relations, own_pre_save = plan
-    for field in relations:
-        # As save() does: a foreign key set to an instance saved since takes that instance's key.
-        if obj.__dict__.get(field.attname) is None:
-            related = backend.cached_related(field, obj)
-            if related is not None and related.pk is not None:
-                setattr(obj, field.name, related)  # as save() does: the key taken, the instance kept
-    values = getter(obj)
-    if own_pre_save:
-        values = list(values)
-        for i, field in own_pre_save:
-            values[i] = field.pre_save(obj, True)
-    return _prepped(fields, values, db)
-
-
-class _Never:
-    """No value's type: a field whose values always go through `_prep`."""
-
-
-def _with_kinds(fields) -> tuple:
-    """Each field with `_passes(field)`, and the type of values it sends as they are without a look
-    (`_prepped`): a plain integer, string or boolean field's; `_Never` for the rest."""
-    out = []
-    for field in fields:
-        kind = _passes(field)
-        out.append((field, kind, kind if kind in (int, str, bool) else _Never))
-    return tuple(out)
-
-
-def _prepped(fields, values, db) -> list:
-    """Each value as `_prep` makes it, for fields from `_with_kinds`; None and a plain field's value of
-    its exact type go as they are, without the call."""
-    return [
-        value if value is None or type(value) is plain else _prep(field, kind, value, db)
-        for (field, kind, plain), value in zip(fields, values, strict=True)
-    ]
-
-
-def _insert_plan(model, fields: tuple) -> tuple:
-    """How an INSERT of `fields` reads an instance of `model`: all their attributes at once (in C), then
-    `pre_save` only for the fields whose class makes it more than reading the attribute (auto_now ones)."""
-    names = [field.attname for field in fields]
-    getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
-    relations = tuple(field for field in fields if field.is_relation)
-    own_pre_save = tuple((i, field) for i, field in enumerate(fields) if _own_pre_save(field))
-    return getter, relations, own_pre_save
-
-
-def _own_pre_save(field) -> bool:
-    """Whether `field.pre_save` may give other than the attribute's value: a field class with a pre_save
-    of its own, but Django's date and time fields without auto_now or auto_now_add, whose pre_save is
-    then the attribute's value."""
-    if type(field).pre_save is model_fields.Field.pre_save:
-        return False
-    if type(field) in (model_fields.DateTimeField, model_fields.DateField, model_fields.TimeField):
-        return bool(field.auto_now or field.auto_now_add)
-    return True
-
-
-def _db_value(field, value, db):
-    """`field.get_db_prep_save(value, db)`, skipping the call where it would make nothing new of `value`."""
-    return _prep(field, _passes(field), value, db)
-
-
-def _prep(field, kind, value, db):
-    """`_db_value` with `_passes(field)` already known: statements keep it with their fields."""
-    if kind is not None:
-        if value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None)):
-            return value
-        if kind is _JSON and (type(value) is dict or type(value) is list):
-            # What the field's get_db_prep_save makes of a document, written by orjson (base.json_text).
-            return Jsonb(value, dumps=json_text.dumped)
-    return field.get_db_prep_save(value, db)
-
-
-class _JSON:
-    """`_passes` of a JSONField without an encoder of its own, on PostgreSQL: its documents (dicts and
-    lists) go as psycopg's Jsonb, as Django's PostgreSQL backend adapts them (adapt_json_value)."""
-
-
-# Fields whose get_db_prep_save makes nothing new of a value of this exact type (or None): such a value
-# goes as it is, without the call. (On PostgreSQL Django wraps an int in the column's integer type, for
-# parameters bound on the server; the column gives an INSERT's or UPDATE's value that type all the same.)
-# Subclasses are left out; they may prepare values their own way.
-_PLAIN_FIELDS = {
-    int: (
-        model_fields.IntegerField, model_fields.BigIntegerField, model_fields.SmallIntegerField,
-        model_fields.PositiveIntegerField, model_fields.PositiveSmallIntegerField,
-        model_fields.PositiveBigIntegerField, model_fields.AutoField, model_fields.BigAutoField,
-    ),
-    str: (model_fields.CharField, model_fields.TextField),
-    bool: (model_fields.BooleanField,),
-}
-
-
-@functools.cache
-def _passes(field) -> type | None:
-    """The Python type of values that `field` may send to the database as they are, or None.
-
-    A foreign key sends its target's key as it is. An aware datetime goes unchanged to PostgreSQL,
-    which takes it with its offset; SQLite needs it turned to text.
-    """
-    if field.is_relation:
-        return _passes(backend.target_field(field)) if field.many_to_one or field.one_to_one else None
-    kind = type(field)
-    for python_type, field_types in _PLAIN_FIELDS.items():
-        if kind in field_types:
-            return python_type
-    if kind is model_fields.DateTimeField and postgres() and settings.USE_TZ:
-        return dt.datetime
-    if kind is JSONField and field.encoder is None and postgres():
-        return _JSON
-    return None
 
 
 @functools.cache
 def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[str, list, tuple]:
     """`INSERT INTO <table> (<every column but the key, or every one>) VALUES (...)`, those fields
-    with `_passes(field)` each, and how an instance's values for them are read (`_insert_plan`).
+    as `adapting.with_kinds` gives them, and how an instance's values for them are read (`adapting.insert_plan`).
 
     One row per statement: a fixed text whose parsed placeholders the driver keeps, where a statement
     of many rows would be parsed anew each time; several go to PostgreSQL in one round trip anyway.
@@ -515,7 +393,7 @@ def _insert_statement(model, returning: bool, with_key: bool = False) -> tuple[s
         statement += f" RETURNING {quote(model._meta.pk.column)}"
     else:
         joining.CAST_ROWS[statement] = f"({', '.join(f'CAST(%s AS {f.db_type(connection)})' for f in fields)})"
-    return statement, _with_kinds(fields), _insert_plan(model, tuple(fields))
+    return statement, adapting.with_kinds(fields), adapting.insert_plan(model, tuple(fields))
 
 
 def _saved(obj) -> None:
@@ -530,7 +408,7 @@ def insert(*objs) -> None:
     model = type(objs[0])
     statement, fields, plan = _insert_statement(model, True)
     db = _db()
-    answers = fetch_many([(statement, _insert_values(obj, fields, plan, db)) for obj in objs])
+    answers = fetch_many([(statement, adapting.insert_values(obj, fields, plan, db)) for obj in objs])
     for obj, [(pk,)] in zip(objs, answers, strict=True):
         setattr(obj, model._meta.pk.attname, pk)
         _saved(obj)
@@ -545,7 +423,7 @@ def insert_later(*objs) -> None:
     for obj in objs:
         model = type(obj)
         statement, fields, plan = _insert_statement(model, False, obj.__dict__.get(model._meta.pk.attname) is not None)
-        _execute(statement, _insert_values(obj, fields, plan, db))
+        _execute(statement, adapting.insert_values(obj, fields, plan, db))
         _saved(obj)
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
 
-from base import json_text, sql
+from base import adapting, json_text
 
 # Every JSON value, with integers far past 64 bits, floats that print with an exponent and any text.
 LEAVES = st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 5, max_value=2**80) \
@@ -106,7 +106,7 @@ def test_a_document_reaches_postgresql_as_the_orm_sends_it(db):
     with connection.cursor() as cursor:
         for field in fields:
             for document in documents:
-                fast = sql._db_value(field, document, connection)
+                fast = adapting.db_value(field, document, connection)
                 orm = field.get_db_prep_save(document, connection)
                 cursor.execute("SELECT %s::jsonb = %s::jsonb, %s::jsonb::text", [fast, orm, fast])
                 same, text = cursor.fetchone()

@@ -6,7 +6,7 @@ from django.db import connection
 from django.db.models.signals import post_init
 
 from accounts.models import Agent, Organization
-from base import backend, keys, sending, sql
+from base import adapting, backend, keys, sending, sql
 from runs.models import Run
 
 
@@ -238,9 +238,9 @@ def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
                 orm = field.get_db_prep_save(value, connection)
             except (TypeError, ValueError, ValidationError):
                 with pytest.raises((TypeError, ValueError, ValidationError)):  # refused alike
-                    sql._db_value(field, value, connection)
+                    adapting.db_value(field, value, connection)
                 continue
-            fast = sql._db_value(field, value, connection)
+            fast = adapting.db_value(field, value, connection)
             if fast is not value:
                 skipped += 1
                 continue  # went through get_db_prep_save, as the ORM does
@@ -259,7 +259,7 @@ def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
     created = Organization._meta.get_field("created_at")
     for naive in (dt.datetime(2026, 1, 2, 3, 4, 5), dt.datetime(2026, 1, 2, tzinfo=NoOffset())):
         with pytest.warns(RuntimeWarning, match="naive datetime"):
-            assert sql._db_value(created, naive, connection) is not naive
+            assert adapting.db_value(created, naive, connection) is not naive
 
 
 def test_a_batch_reads_timestamps_as_django_would(postgres):

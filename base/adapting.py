@@ -1,0 +1,135 @@
+"""Values as a statement sends them: each field's value adapted as the ORM adapts it for a save
+(`get_db_prep_save`), without the call where it would make nothing new of the value. base.sql keeps,
+with each statement it builds, its fields and what each sends as it is (`with_kinds`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import operator
+
+from django.conf import settings
+from django.db.models import JSONField
+from django.db.models import fields as model_fields
+from psycopg.types.json import Jsonb
+
+from base import backend, json_text
+from base.sending import postgres
+
+
+def insert_values(obj, fields, plan, db) -> list:
+    """The values an INSERT of `fields` sends for `obj`, by its plan (`insert_plan`), as save() reads them."""
+    getter, relations, own_pre_save = plan
+    for field in relations:
+        # As save() does: a foreign key set to an instance saved since takes that instance's key.
+        if obj.__dict__.get(field.attname) is None:
+            related = backend.cached_related(field, obj)
+            if related is not None and related.pk is not None:
+                setattr(obj, field.name, related)  # as save() does: the key taken, the instance kept
+    values = getter(obj)
+    if own_pre_save:
+        values = list(values)
+        for i, field in own_pre_save:
+            values[i] = field.pre_save(obj, True)
+    return prepped(fields, values, db)
+
+
+class _Never:
+    """No value's type: a field whose values always go through `_prep`."""
+
+
+def with_kinds(fields) -> tuple:
+    """Each field with `passes(field)`, and the type of values it sends as they are without a look
+    (`prepped`): a plain integer, string or boolean field's; `_Never` for the rest."""
+    out = []
+    for field in fields:
+        kind = passes(field)
+        out.append((field, kind, kind if kind in (int, str, bool) else _Never))
+    return tuple(out)
+
+
+def prepped(fields, values, db) -> list:
+    """Each value as `_prep` makes it, for fields from `with_kinds`; None and a plain field's value of
+    its exact type go as they are, without the call."""
+    return [
+        value if value is None or type(value) is plain else _prep(field, kind, value, db)
+        for (field, kind, plain), value in zip(fields, values, strict=True)
+    ]
+
+
+def insert_plan(model, fields: tuple) -> tuple:
+    """How an INSERT of `fields` reads an instance of `model`: all their attributes at once (in C), then
+    `pre_save` only for the fields whose class makes it more than reading the attribute (auto_now ones)."""
+    names = [field.attname for field in fields]
+    getter = operator.attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),))
+    relations = tuple(field for field in fields if field.is_relation)
+    own_pre_save = tuple((i, field) for i, field in enumerate(fields) if _own_pre_save(field))
+    return getter, relations, own_pre_save
+
+
+def _own_pre_save(field) -> bool:
+    """Whether `field.pre_save` may give other than the attribute's value: a field class with a pre_save
+    of its own, but Django's date and time fields without auto_now or auto_now_add, whose pre_save is
+    then the attribute's value."""
+    if type(field).pre_save is model_fields.Field.pre_save:
+        return False
+    if type(field) in (model_fields.DateTimeField, model_fields.DateField, model_fields.TimeField):
+        return bool(field.auto_now or field.auto_now_add)
+    return True
+
+
+def db_value(field, value, db):
+    """`field.get_db_prep_save(value, db)`, skipping the call where it would make nothing new of `value`."""
+    return _prep(field, passes(field), value, db)
+
+
+def _prep(field, kind, value, db):
+    """`db_value` with `passes(field)` already known: statements keep it with their fields."""
+    if kind is not None:
+        if value is None or (type(value) is kind and (kind is not dt.datetime or value.utcoffset() is not None)):
+            return value
+        if kind is _JSON and (type(value) is dict or type(value) is list):
+            # What the field's get_db_prep_save makes of a document, written by orjson (base.json_text).
+            return Jsonb(value, dumps=json_text.dumped)
+    return field.get_db_prep_save(value, db)
+
+
+class _JSON:
+    """`passes` of a JSONField without an encoder of its own, on PostgreSQL: its documents (dicts and
+    lists) go as psycopg's Jsonb, as Django's PostgreSQL backend adapts them (adapt_json_value)."""
+
+
+# Fields whose get_db_prep_save makes nothing new of a value of this exact type (or None): such a value
+# goes as it is, without the call. (On PostgreSQL Django wraps an int in the column's integer type, for
+# parameters bound on the server; the column gives an INSERT's or UPDATE's value that type all the same.)
+# Subclasses are left out; they may prepare values their own way.
+_PLAIN_FIELDS = {
+    int: (
+        model_fields.IntegerField, model_fields.BigIntegerField, model_fields.SmallIntegerField,
+        model_fields.PositiveIntegerField, model_fields.PositiveSmallIntegerField,
+        model_fields.PositiveBigIntegerField, model_fields.AutoField, model_fields.BigAutoField,
+    ),
+    str: (model_fields.CharField, model_fields.TextField),
+    bool: (model_fields.BooleanField,),
+}
+
+
+@functools.cache
+def passes(field) -> type | None:
+    """The Python type of values that `field` may send to the database as they are, or None.
+
+    A foreign key sends its target's key as it is. An aware datetime goes unchanged to PostgreSQL,
+    which takes it with its offset; SQLite needs it turned to text.
+    """
+    if field.is_relation:
+        return passes(backend.target_field(field)) if field.many_to_one or field.one_to_one else None
+    kind = type(field)
+    for python_type, field_types in _PLAIN_FIELDS.items():
+        if kind in field_types:
+            return python_type
+    if kind is model_fields.DateTimeField and postgres() and settings.USE_TZ:
+        return dt.datetime
+    if kind is JSONField and field.encoder is None and postgres():
+        return _JSON
+    return None
