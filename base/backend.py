@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
@@ -29,6 +30,8 @@ UNDOCUMENTED = {
     # A relation's cached instance, as Model.save() reads it.
     "FieldCacheMixin.is_cached": ("self", "instance"),
     "FieldCacheMixin.get_cached_value": ("self", "instance", "default"),
+    "FieldCacheMixin.set_cached_value": ("self", "instance", "value"),
+    "ForeignObject.related_fields": None,  # a property
     "ForeignObject.target_field": None,  # a property
     # Whether a signal has receivers for a sender (`loaded` builds instances without sending pre_init
     # and post_init where none listen).
@@ -90,30 +93,68 @@ def loaded(model, alias: str, values):
 
 def created(model, **values):
     """A new instance of `model`, as `model(**values)` makes it from fields given by name or attname:
-    each other field's default, then each value set as an attribute (a relation through its
-    descriptor, as __init__ sets it), without the rest of Model.__init__'s work for arguments of every
-    other shape (positional values, properties such as `pk`). A model with an __init__ of its own, or
-    with pre_init or post_init receivers, is made by its class."""
-    plan = _creating_plan(model)
-    if plan is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    each other field's default, then each value set as an attribute (a relation as its descriptor
+    sets it, as __init__ does), without the rest of Model.__init__'s work for arguments of every other
+    shape (positional values, properties such as `pk`). A model with an __init__ of its own, or with
+    pre_init or post_init receivers, is made by its class."""
+    shape = _creating_shape(model, tuple(values))
+    if shape is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
         return model(**values)
-    constant, called, attnames = plan
-    given = set()
-    for name in values:
+    constant, called, setters = shape
+    obj = model.__new__(model)
+    # A field given is set only once, as __init__ sets it: a guarded one (runs.transitions) refuses a second.
+    kept = obj.__dict__
+    kept.update(constant)
+    for attname, field in called:
+        kept[attname] = field.get_default()
+    state = obj._state = ModelState()
+    routed = bool(settings.DATABASE_ROUTERS)
+    for (attname, relation), value in zip(setters, values.values(), strict=True):
+        if relation is None:
+            # A value by attname, or a field that is no relation: kept where __init__'s setattr keeps it
+            # (a foreign key's or a guarded state's descriptor, given a new instance that holds neither
+            # the value nor a related instance, only stores it there).
+            kept[attname] = value
+        elif not routed and type(value) is relation[1] and value._state.db is not None:
+            # What the relation's descriptor does for a saved instance where no router decides: the key
+            # taken, the instance cached, the new one's database the related one's.
+            field = relation[0]
+            kept[field.attname] = getattr(value, relation[2])
+            field.set_cached_value(obj, value)
+            if state.db is None:
+                state.db = value._state.db
+        else:
+            setattr(obj, relation[0].name, value)
+    return obj
+
+
+# The shapes of `created` kept (`_creating_shape`): one for each model and the names a caller gives.
+CREATING_SHAPES = 1024
+
+
+@functools.lru_cache(maxsize=CREATING_SHAPES)
+def _creating_shape(model, names: tuple) -> tuple | None:
+    """How `created` makes an instance of `model` from values given by `names`: the constant defaults of
+    the fields not given, the fields not given whose default is called, and for each name its attname
+    and, for a foreign key given by name, (the field, its related model, its key's attname). None for
+    a model its class must make, or names the class must judge (a field given twice)."""
+    plan = _creating_plan(model)
+    if plan is None:
+        return None
+    constant, called, attnames, relations = plan
+    given = []
+    for name in names:
         attname = attnames.get(name)
         if attname is None:
             raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
-        given.add(attname)
-    obj = model.__new__(model)
-    # A field given is set only once, as __init__ sets it: a guarded one (runs.transitions) refuses a second.
-    obj.__dict__.update(constant if not given else {k: v for k, v in constant.items() if k not in given})
-    for attname, field in called:
-        if attname not in given:
-            obj.__dict__[attname] = field.get_default()
-    obj._state = ModelState()
-    for name, value in values.items():
-        setattr(obj, name, value)
-    return obj
+        given.append(attname)
+    if len(set(given)) < len(given):
+        return None  # by name and by attname: the class says what that means
+    return (
+        {k: v for k, v in constant.items() if k not in given},
+        tuple((attname, field) for attname, field in called if attname not in given),
+        tuple((attname, relations.get(name)) for name, attname in zip(names, given, strict=True)),
+    )
 
 
 def loaded_rows(model, alias: str, rows) -> list:
@@ -159,14 +200,17 @@ def _instance(model, attnames: tuple, alias: str, values):
 def _creating_plan(model) -> tuple | None:
     if _loading_plan(model) is None:
         return None
-    constant, called, attnames = {}, [], {}
+    constant, called, attnames, relations = {}, [], {}, {}
     for field in model._meta.concrete_fields:
         attnames[field.name] = attnames[field.attname] = field.attname
         if field.has_default() and callable(field.default):
             called.append((field.attname, field))
         else:
             constant[field.attname] = field.get_default()
-    return constant, tuple(called), attnames
+        if field.many_to_one and len(field.related_fields) == 1:
+            # A foreign key given an instance by its name: (field, the related model, its key's attname).
+            relations[field.name] = (field, field.related_model, field.target_field.attname)
+    return constant, tuple(called), attnames, relations
 
 
 @functools.cache

@@ -26,7 +26,8 @@ APPS = ("accounts", "api", "base", "config", "processes", "runs", "work")
 # How a direct call of each looks in code.
 DIRECT = re.compile(
     r"\.ops\.|\.get_col\(|get_db_converters\(|\b(?:db|connection|wrapper)\.make(?:_debug)?_cursor\(|"
-    r"\.queries_logged\b|\.wrap_database_errors\b|\.is_cached\(|\.get_cached_value\(|(?<!backend)\.target_field\b"
+    r"\.queries_logged\b|\.wrap_database_errors\b|\.is_cached\(|\.[gs]et_cached_value\(|(?<!backend)\.target_field\b|"
+    r"\.related_fields\b"
 )
 
 
@@ -108,6 +109,13 @@ def test_an_instance_created_is_the_one_its_class_makes(model):
         unsaved = related.related_model()
         fast = backend.created(model, **{related.name: unsaved})
         assert getattr(fast, related.attname) is None and getattr(fast, related.name) is unsaved
+        # One read from the database, as a write holds its run: the key taken, the instance kept.
+        loaded = related.related_model(pk=8)
+        loaded._state.adding, loaded._state.db = False, "default"
+        fast, reference = backend.created(model, **{related.name: loaded}), model(**{related.name: loaded})
+        assert values(fast) == values(reference)
+        assert getattr(fast, related.attname) == 8 and getattr(fast, related.name) is loaded
+        assert fast._state.db == reference._state.db == "default"
 
 
 @pytest.mark.parametrize("model", _project_models(), ids=lambda model: model._meta.label)
