@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import operator
 
 from django.conf import settings
 from django.db.models import JSONField
@@ -61,20 +60,7 @@ def prepped(fields, values, db) -> list:
 def insert_plan(model, fields: tuple) -> tuple:
     """How an INSERT of `fields` reads an instance of `model`: all their attributes at once (in C), then
     `pre_save` only for the fields whose class makes it more than reading the attribute (auto_now ones)."""
-    names = [field.attname for field in fields]
-    if len(names) > 1:
-        kept, read = operator.itemgetter(*names), operator.attrgetter(*names)
-    else:
-        kept, read = (lambda values: (values[names[0]],)), (lambda obj: (getattr(obj, names[0]),))
-
-    def getter(obj):
-        # Each value where the instance keeps it (base.backend, UNDOCUMENTED_LOADING), without a foreign
-        # key's or a guarded state's descriptor; through its attributes when one is not there (deferred).
-        try:
-            return kept(obj.__dict__)
-        except KeyError:
-            return read(obj)
-
+    getter = backend.field_values(field.attname for field in fields)
     relations = tuple(field for field in fields if field.is_relation)
     own_pre_save = tuple((i, field) for i, field in enumerate(fields) if _own_pre_save(field))
     return getter, relations, own_pre_save

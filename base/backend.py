@@ -8,6 +8,7 @@ the rest of the project calls the functions here, never those names directly.
 from __future__ import annotations
 
 import functools
+import operator
 
 from django.conf import settings
 from django.db import connection
@@ -170,7 +171,8 @@ def loaded_from(model, alias: str, rows) -> list:
     instance takes a copy of as it is (a dict copied whole costs a fraction of one built key by key)."""
     attnames = _loading_plan(model)
     if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
-        return [model.from_db(alias, None, [values[name] for name in _attnames(model)]) for values in rows]
+        fields = model._meta.concrete_fields
+        return [model.from_db(alias, None, [values[field.attname] for field in fields]) for values in rows]
     built = []
     for values in rows:
         obj = model.__new__(model)
@@ -182,9 +184,24 @@ def loaded_from(model, alias: str, rows) -> list:
     return built
 
 
-@functools.cache
-def _attnames(model) -> tuple:
-    return tuple(field.attname for field in model._meta.concrete_fields)
+def field_values(names):
+    """A function reading the fields `names` (attnames) of an instance as a tuple, in C: from the
+    instance's `__dict__`, where each value is kept under its attname (UNDOCUMENTED_LOADING), without a
+    foreign key's or a guarded state's descriptor per read; through its attributes where one is not
+    there (a deferred field, which reading loads)."""
+    names = tuple(names)
+    if len(names) == 1:
+        kept, read = (lambda values: (values[names[0]],)), (lambda obj: (getattr(obj, names[0]),))
+    else:
+        kept, read = operator.itemgetter(*names), operator.attrgetter(*names)
+
+    def values_of(obj) -> tuple:
+        try:
+            return kept(obj.__dict__)
+        except KeyError:
+            return read(obj)
+
+    return values_of
 
 
 def _instance(model, attnames: tuple, alias: str, values):

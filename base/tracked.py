@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import copy
 import functools
-import operator
 
 from django.db.models import JSONField
+
+from base import backend
 
 
 @functools.cache
@@ -17,24 +18,14 @@ def written_fields(model) -> tuple[str, ...]:
 
 
 @functools.cache
-def _getters(model) -> tuple:
-    """Two functions reading the written fields of an instance of `model` as a tuple, in C: from the
-    instance's `__dict__`, where each field's value is kept under its attname (base.backend,
-    UNDOCUMENTED_LOADING), without a foreign key's descriptor per read; and through its attributes."""
-    names = written_fields(model)
-    if len(names) == 1:
-        return (lambda values: (values[names[0]],)), (lambda obj: (getattr(obj, names[0]),))
-    return operator.itemgetter(*names), operator.attrgetter(*names)
+def _values_of(model):
+    """Reads the written fields' values of an instance of `model` (base.backend.field_values)."""
+    return backend.field_values(written_fields(model))
 
 
 def _values(model, obj) -> tuple:
-    """The written fields' values of `obj`: read through its attributes only where one is not in its
-    `__dict__` (a deferred field, which reading loads)."""
-    kept, read = _getters(model)
-    try:
-        return kept(obj.__dict__)
-    except KeyError:
-        return read(obj)
+    """The written fields' values of `obj`."""
+    return _values_of(model)(obj)
 
 
 @functools.cache
