@@ -38,23 +38,59 @@ class _Never:
     """No value's type: a field whose values always go through `_prep`."""
 
 
-def with_kinds(fields) -> tuple:
+class Kinds(tuple):
+    """A statement's fields as `with_kinds` gives them, and which values `prepped` looks at, learned for
+    each combination of value types it meets: a value's type alone decides whether it goes as it is."""
+
+    def __new__(cls, items):
+        kinds = super().__new__(cls, items)
+        kinds.looks = {}  # the values' types, in field order: where `_prep` is called
+        return kinds
+
+
+# The combinations of value types each statement keeps what to look at for (`Kinds.looks`): a statement's
+# values come in a few of them (a time set or not, a document or none).
+KEPT_LOOKS = 64
+
+
+def with_kinds(fields) -> Kinds:
     """Each field with `passes(field)`, and the type of values it sends as they are without a look
     (`prepped`): a plain integer, string or boolean field's; `_Never` for the rest."""
     out = []
     for field in fields:
         kind = passes(field)
         out.append((field, kind, kind if kind in (int, str, bool) else _Never))
-    return tuple(out)
+    return Kinds(out)
 
 
-def prepped(fields, values, db) -> list:
+def prepped(fields: Kinds, values, db) -> list:
     """Each value as `_prep` makes it, for fields from `with_kinds`; None and a plain field's value of
-    its exact type go as they are, without the call."""
-    return [
-        value if value is None or type(value) is plain else _prep(field, kind, value, db)
-        for (field, kind, plain), value in zip(fields, values, strict=True)
-    ]
+    its exact type go as they are, without the call. Which values those are is worked out once for
+    each combination of the values' types (in C, from their types alone), so a statement's plain values
+    cost no step of Python each."""
+    values = list(values)
+    types = tuple(map(type, values))
+    looks = fields.looks.get(types)
+    if looks is None:
+        looks = _looks(fields, types)
+    for i, field, kind in looks:
+        values[i] = _prep(field, kind, values[i], db)
+    return values
+
+
+def _looks(fields: Kinds, types: tuple) -> tuple:
+    """Where `prepped` calls `_prep` for values of `types`: each value neither None nor of its field's plain type."""
+    if len(types) != len(fields):
+        raise ValueError(f"{len(types)} values for {len(fields)} fields")
+    looks = tuple(
+        (i, field, kind)
+        for i, ((field, kind, plain), value_type) in enumerate(zip(fields, types, strict=True))
+        if value_type is not type(None) and value_type is not plain
+    )
+    if len(fields.looks) >= KEPT_LOOKS:
+        fields.looks.clear()
+    fields.looks[types] = looks
+    return looks
 
 
 def insert_plan(model, fields: tuple) -> tuple:

@@ -35,8 +35,9 @@ UNDOCUMENTED = {
     "ForeignObject.related_fields": None,  # a property
     "ForeignObject.target_field": None,  # a property
     # Whether a signal has receivers for a sender (`loaded` builds instances without sending pre_init
-    # and post_init where none listen).
+    # and post_init where none listen), and whether it has any at all (an instance's list).
     "Signal.has_listeners": ("self", "sender"),
+    "Signal.receivers": "an instance's list",
 }
 
 # What `loaded` and `created` build an instance with, which tests/base/test_backend.py checks against
@@ -81,13 +82,21 @@ def target_field(field):
     return field.target_field
 
 
+def _heard_at_init(model) -> bool:
+    """Whether pre_init or post_init has a receiver for `model`: told without asking for the model where
+    neither has any receiver at all, as in this project."""
+    if not signals.pre_init.receivers and not signals.post_init.receivers:
+        return False
+    return signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+
+
 def loaded(model, alias: str, values):
     """An instance of `model` from a row of every concrete field's value in field order, as
     `model.from_db(alias, None, values)` builds it, without Model.__init__'s work for arguments of
     every other shape: each value set where __init__ sets it. A model with an __init__ of its own, or
     with pre_init or post_init receivers, is built by from_db."""
     attnames = _loading_plan(model)
-    if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    if attnames is None or _heard_at_init(model):
         return model.from_db(alias, None, values)
     return _instance(model, attnames, alias, values)
 
@@ -99,33 +108,33 @@ def created(model, **values):
     shape (positional values, properties such as `pk`). A model with an __init__ of its own, or with
     pre_init or post_init receivers, is made by its class."""
     shape = _creating_shape(model, tuple(values))
-    if shape is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    if shape is None or _heard_at_init(model):
         return model(**values)
-    constant, called, setters = shape
+    constant, called, relations = shape
     obj = model.__new__(model)
     # A field given is set only once, as __init__ sets it: a guarded one (runs.transitions) refuses a second.
     kept = obj.__dict__
     kept.update(constant)
     for attname, field in called:
         kept[attname] = field.get_default()
+    # Each value where __init__'s setattr keeps it: under its attname, which is its name but for a foreign
+    # key given an instance (a foreign key's or a guarded state's descriptor, given a new instance that
+    # holds neither the value nor a related instance, only stores it there). Those are set below.
+    kept.update(values)
     state = obj._state = ModelState()
-    routed = bool(settings.DATABASE_ROUTERS)
-    for (attname, relation), value in zip(setters, values.values(), strict=True):
-        if relation is None:
-            # A value by attname, or a field that is no relation: kept where __init__'s setattr keeps it
-            # (a foreign key's or a guarded state's descriptor, given a new instance that holds neither
-            # the value nor a related instance, only stores it there).
-            kept[attname] = value
-        elif not routed and type(value) is relation[1] and value._state.db is not None:
-            # What the relation's descriptor does for a saved instance where no router decides: the key
-            # taken, the instance cached, the new one's database the related one's.
-            field = relation[0]
-            kept[field.attname] = getattr(value, relation[2])
-            field.set_cached_value(obj, value)
-            if state.db is None:
-                state.db = value._state.db
-        else:
-            setattr(obj, relation[0].name, value)
+    if relations:
+        routed = bool(settings.DATABASE_ROUTERS)
+        for name, field, related_model, key_attname in relations:
+            value = kept.pop(name)
+            if not routed and type(value) is related_model and value._state.db is not None:
+                # What the relation's descriptor does for a saved instance where no router decides: the
+                # key taken, the instance cached, the new one's database the related one's.
+                kept[field.attname] = getattr(value, key_attname)
+                field.set_cached_value(obj, value)
+                if state.db is None:
+                    state.db = value._state.db
+            else:
+                setattr(obj, name, value)
     return obj
 
 
@@ -136,32 +145,38 @@ CREATING_SHAPES = 1024
 @functools.lru_cache(maxsize=CREATING_SHAPES)
 def _creating_shape(model, names: tuple) -> tuple | None:
     """How `created` makes an instance of `model` from values given by `names`: the constant defaults of
-    the fields not given, the fields not given whose default is called, and for each name its attname
-    and, for a foreign key given by name, (the field, its related model, its key's attname). None for
-    a model its class must make, or names the class must judge (a field given twice)."""
+    the fields not given, the fields not given whose default is called, and each foreign key given an
+    instance by its name as (name, field, its related model, its key's attname). None for a model its
+    class must make, or names the class must judge (a field given twice, a relation of another kind
+    given by its name)."""
     plan = _creating_plan(model)
     if plan is None:
         return None
     constant, called, attnames, relations = plan
-    given = []
+    given, by_name = [], []
     for name in names:
         attname = attnames.get(name)
         if attname is None:
             raise TypeError(f"{model.__name__}() got an unexpected keyword argument '{name}'")
         given.append(attname)
+        if attname != name:
+            relation = relations.get(name)
+            if relation is None:
+                return None
+            by_name.append((name, *relation))
     if len(set(given)) < len(given):
         return None  # by name and by attname: the class says what that means
     return (
         {k: v for k, v in constant.items() if k not in given},
         tuple((attname, field) for attname, field in called if attname not in given),
-        tuple((attname, relations.get(name)) for name, attname in zip(names, given, strict=True)),
+        tuple(by_name),
     )
 
 
 def loaded_rows(model, alias: str, rows) -> list:
     """`loaded` for each row of `rows`, whether the model's receivers listen asked once for them all."""
     attnames = _loading_plan(model)
-    if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    if attnames is None or _heard_at_init(model):
         return [model.from_db(alias, None, values) for values in rows]
     return [_instance(model, attnames, alias, values) for values in rows]
 
@@ -170,7 +185,7 @@ def loaded_from(model, alias: str, rows) -> list:
     """`loaded_rows` for rows given as dicts of every concrete field's value by attname, which each
     instance takes a copy of as it is (a dict copied whole costs a fraction of one built key by key)."""
     attnames = _loading_plan(model)
-    if attnames is None or signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    if attnames is None or _heard_at_init(model):
         fields = model._meta.concrete_fields
         return [model.from_db(alias, None, [values[field.attname] for field in fields]) for values in rows]
     built = []

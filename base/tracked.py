@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
+import operator
 
 from django.db.models import JSONField
 
@@ -97,11 +99,12 @@ def changes(obj) -> dict:
     by_identity = obj.loaded_by_identity
     if not by_identity and now == loaded:
         return {}  # the common case, compared in C
-    found = {
-        name: value
-        for name, value, before in zip(names, now, loaded, strict=True)
-        if value is not before and (name in by_identity or value != before)
-    }
+    found = {}
+    # Only the fields whose value is not the very object loaded are looked at, found in C.
+    for i in itertools.compress(range(len(names)), map(operator.is_not, now, loaded)):
+        name, value = names[i], now[i]
+        if name in by_identity or value != loaded[i]:
+            found[name] = value
     if found:
         obj.loaded_values = _kept(model, now, by_identity)
     return found

@@ -64,8 +64,8 @@ def _issue_lease(txn: LoadedRun, row: RunStep, identity: Identity) -> Lease:
 
 def held_step(txn: LoadedRun, lease: Lease, identity: Identity) -> RunStep:
     """Return the step a lease holds, or raise `stale` when the lease ended or was replaced."""
-    row = next(r for r in txn.steps.values() if r.pk == lease.step_id)
-    if row.state != StepState.CLAIMED or row.lease_id != lease.pk:
+    row = next(r for r in txn.steps.values() if r.id == lease.step_id)
+    if row.state != StepState.CLAIMED or row.lease_id != lease.id:
         raise Stale("This token's lease has ended or was replaced; call get_work again.")
     if lease.holder != identity.ref:
         raise Forbidden("This token was issued to another caller.")

@@ -95,14 +95,18 @@ def next_wake(txn: LoadedRun) -> dt.datetime | None:
 def apply_time(txn: LoadedRun) -> None:
     """Apply every ended lease, passed wait, timeout and deadline up to `txn.now`."""
     now = txn.now
+    over = txn.run.is_over  # read again only after what may end the run
     for row in list(txn.steps.values()):
-        if txn.run.is_over:
+        if over:
             return
-        if row.state == StepState.CLAIMED and row.lease_expires_at and row.lease_expires_at <= now:
+        state = row.state  # a guarded field reads through its descriptor: read again only after a move
+        if state == StepState.CLAIMED and row.lease_expires_at and row.lease_expires_at <= now:
             _expire_lease(txn, row)
-        if row.state == StepState.WAITING and row.wake_at and row.wake_at <= now:
+            state, over = row.state, txn.run.is_over
+        if state == StepState.WAITING and row.wake_at and row.wake_at <= now:
             _wake(txn, row)
-        if row.state in ACTIVE_STATES and row.due_at and row.due_at <= now and not row.overdue:
+            state, over = row.state, txn.run.is_over
+        if state in ACTIVE_STATES and row.due_at and row.due_at <= now and not row.overdue:
             row.overdue = True
             if not row.overdue_noticed:
                 row.overdue_noticed = True

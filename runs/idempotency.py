@@ -40,7 +40,7 @@ class Write:
 
     def record_query(self) -> tuple:
         """The `sql.select_many` query for this requestId's record, to run with the write's first reads."""
-        return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.pk, self.request_id], "")
+        return (IdempotencyRecord, _RECORD_WHERE, [self.identity.organization.id, self.request_id], "")
 
     def recheck(self, found: list) -> None:
         """Call with the run locked: a concurrent twin may have committed while this one waited."""

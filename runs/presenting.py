@@ -88,7 +88,7 @@ def run_summary(run: Run) -> dict:
 
 def run_view(run: Run, definition: Definition, rows: list[RunStep], items: list) -> dict:
     """The run view of tools.md: run, data, steps, open work items and the body; never a token."""
-    by_pk = {row.pk: row for row in rows}
+    by_pk = {row.id: row for row in rows}
     ordered = sorted(rows, key=lambda row: row.position)
     open_items = sorted((item for item in items if item.state == "open"), key=lambda i: (i.created_at, i.pk or 0))
     # The data's hash is a decision's snapshot (spec §3.4): only a run with open work items shows one.

@@ -37,8 +37,10 @@ from contextlib import contextmanager
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import DateTimeField, JSONField
+from django.dispatch import receiver
 
 from base import backend, json_text, keys, sending, sql, tracked
 
@@ -94,8 +96,22 @@ class ReadFirst(sql.Moved):
 
 def enabled() -> bool:
     """Whether writes keep and take snapshots: only where they can stand on one, optimistic writes on
-    PostgreSQL (a write that locks its run reads it under the lock)."""
-    return settings.RUN_SNAPSHOTS > 0 and settings.OPTIMISTIC_WRITES and sending.postgres()
+    PostgreSQL (a write that locks its run reads it under the lock). Asked several times a write, it is
+    worked out once, and again when one of the settings it stands on changes."""
+    global _enabled
+    if _enabled is None:
+        _enabled = settings.RUN_SNAPSHOTS > 0 and settings.OPTIMISTIC_WRITES and sending.postgres()
+    return _enabled
+
+
+_enabled: bool | None = None
+
+
+@receiver(setting_changed)
+def _settings_changed(setting, **_signal) -> None:
+    global _enabled
+    if setting in ("RUN_SNAPSHOTS", "OPTIMISTIC_WRITES", "DATABASES"):
+        _enabled = None
 
 
 @contextmanager
@@ -164,17 +180,18 @@ def remember(txn) -> None:
 
 def _remember(txn) -> None:
     run = txn.run
+    run_id = run.id
     steps = list(txn.steps.values())
     if run.is_over or any(row.id is None for row in steps):
-        forget(run.pk)  # an ended run takes no more writes
+        forget(run_id)  # an ended run takes no more writes
         return
     with _lock:
-        kept = _runs.get(run.pk)
+        kept = _runs.get(run_id)
     # The data's size is measured once for each document: a write that left it as it was keeps the figure.
     data = run.data
     characters = kept.data_characters if kept is not None and kept.data is data else len(json_text.dumps(data))
     if characters > SNAPSHOT_DATA_CHARACTERS:
-        forget(run.pk)
+        forget(run_id)
         return
     kept_steps = kept.steps if kept is not None else {}
     kept_leases = kept.leases if kept is not None else {}
@@ -182,22 +199,23 @@ def _remember(txn) -> None:
         run_row = Row(Run, _stored(Run, run, same_data=txn.loaded_data,
                                    data_before=kept.data if kept is not None else None))
         rows = {row.id: _kept_row(RunStep, row, kept_steps.get(row.id)) for row in steps}
-        held = {row.lease_id for row in steps}
+        lease_at = _plan(RunStep).index["lease_id"]
+        held = {row.values[lease_at] for row in rows.values()}
         # A lease never changes once written: one kept already is kept as it is.
         leases = {lease.public_id: kept_leases.get(lease.public_id) or Row(Lease, _stored(Lease, lease))
                   for lease in [*txn.known_leases, *txn.new_leases] if lease.id in held}
     except Unsure:
-        forget(run.pk)
+        forget(run_id)
         return
     snapshot = Snapshot(run_row, rows, leases, characters)
     with _lock:
-        kept = _runs.get(run.pk)
+        kept = _runs.get(run_id)
         if kept is not None and kept.revision >= snapshot.revision:
             return  # a later write's snapshot came first
-        _drop(run.pk)
-        _runs[run.pk] = snapshot
+        _drop(run_id)
+        _runs[run_id] = snapshot
         for public_id in leases:
-            _by_lease[public_id] = run.pk
+            _by_lease[public_id] = run_id
         while len(_runs) > settings.RUN_SNAPSHOTS:
             _drop(next(iter(_runs)))
 
@@ -267,6 +285,41 @@ class _Plan:
         # A row's values but the key, as base.tracked keeps an instance's values as loaded.
         written = [self.index[name] for name in tracked.written_fields(model)]
         self.written = operator.itemgetter(*written)
+        self.looks: dict[tuple, tuple] = {}  # a row's value types: what `_stored` looks at (`learn`)
+
+    def learn(self, types: tuple):
+        """What `_stored` does to a row whose values are of `types`, which alone decide it: the documents
+        to put in jsonb's form, the times to put in UTC, and the values to turn into the plain type they
+        stand for (a choice's member); `_AS_READ` for none of them. Unsure of a type no column gives back."""
+        documents = tuple(i for i in self.json if types[i] is not type(None))
+        times = []
+        for i in self.times:
+            if types[i] is dt.datetime:
+                times.append(i)
+            elif types[i] is not type(None):
+                raise Unsure("a time not in a known zone")
+        others = []
+        for i in self.other:
+            kind = types[i]
+            if kind in _PLAIN_COLUMN_TYPES:
+                continue
+            if issubclass(kind, str):
+                others.append((i, str.__str__))  # a choice's member: the string it stands for
+            elif issubclass(kind, int) and not issubclass(kind, bool):
+                others.append((i, int.__int__))
+            else:
+                raise Unsure(f"a column value of type {kind.__name__}")
+        looks = (documents, tuple(times), tuple(others)) if documents or times or others else _AS_READ
+        if len(self.looks) >= KEPT_LOOKS:
+            self.looks.clear()
+        self.looks[types] = looks
+        return looks
+
+
+# A row's value types each plan keeps what to do for (`_Plan.looks`): a model's rows come in a few.
+KEPT_LOOKS = 64
+_AS_READ = object()  # `_Plan.learn`: a row of these types is kept as it is
+_PLAIN_COLUMN_TYPES = frozenset({type(None), str, int, bool, float})
 
 
 @functools.cache
@@ -313,28 +366,26 @@ def _stored(model, obj, kept: tuple | None = None, *, same_data=None, data_befor
         raise Unsure("a deferred field") from None
     if kept is not None and values == kept:
         return kept
+    types = tuple(map(type, values))
+    looks = plan.looks.get(types)
+    if looks is None:
+        looks = plan.learn(types)
+    if looks is _AS_READ:
+        return values  # nothing in it a database would give back otherwise
+    documents, times, others = looks
     values = list(values)
-    for i in plan.json:
+    for i in documents:
         value = values[i]
-        if value is not None and value is not same_data:
+        if value is not same_data:
             values[i] = _as_jsonb(value) if data_before is None or i != plan.data else _as_jsonb_after(value, data_before)
-    for i in plan.times:
+    for i in times:
         value = values[i]
-        if value is not None and value.tzinfo is not dt.UTC:
-            if type(value) is not dt.datetime or value.tzinfo is None:
+        if value.tzinfo is not dt.UTC:
+            if value.tzinfo is None:
                 raise Unsure("a time not in a known zone")
             values[i] = value.astimezone(dt.UTC)
-    for i in plan.other:
-        value = values[i]
-        kind = type(value)
-        if value is None or kind is str or kind is int or kind is bool or kind is float:
-            continue
-        if isinstance(value, str):
-            values[i] = str.__str__(value)  # a choice's member: the string it stands for
-        elif isinstance(value, int) and not isinstance(value, bool):
-            values[i] = int.__int__(value)
-        else:
-            raise Unsure(f"a column value of type {kind.__name__}")
+    for i, plain in others:
+        values[i] = plain(values[i])
     return tuple(values)
 
 

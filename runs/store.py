@@ -119,9 +119,9 @@ def load(
     where, step_params = f"t.id = {run_key}", list(params)
     if organization is not None:
         where += IN_ORGANIZATION
-        params.append(organization.pk)
+        params.append(organization.id)
     remembered = snapshots.recall(
-        run_id, lease_id=lease_id, organization_id=organization.pk if organization is not None else None,
+        run_id, lease_id=lease_id, organization_id=organization.id if organization is not None else None,
         also=also, leases=leases,
     ) if sql.is_optimistic() else None
     if remembered is not None:
@@ -146,7 +146,7 @@ def load(
         rows = [tracked.remember(row) for row in rows]
     read_as = snapshots.read_as(locked)
     # Without the lock, an answer given without a guarded save checks the run still is as read.
-    sql.expect(Run, locked.pk, read_as)
+    sql.expect(Run, locked.id, read_as)
     locked.version = published_version(locked.version_id)
     txn = LoadedRun(
         run=locked,
@@ -179,13 +179,13 @@ def save(txn: LoadedRun) -> Saved:
     started = run._state.adding
     if started:
         # A new run is inserted once, already in its first state; with its key reserved, in the batch.
-        (sql.insert_later if run.pk is not None else sql.insert)(run)
+        (sql.insert_later if run.id is not None else sql.insert)(run)
         ended = run.is_over
     else:
         # Every save moves the revision, so a write that read the run before this one sees it moved.
         run.revision += 1
         changes = tracked.changes(run)
-        sql.guard(Run, run.pk, changes, txn.read_as)
+        sql.guard(Run, run.id, changes, txn.read_as)
         ended = run.is_over and "state" in changes
     new_rows = [row for row in txn.steps.values() if row.id is None]
     if new_rows and sql.is_optimistic() and snapshots.enabled():
@@ -208,7 +208,7 @@ def save(txn: LoadedRun) -> Saved:
     sql.insert_later(*[row for row in (*new_rows, *txn.new_items, *txn.new_leases) if row._state.adding])
     for lease in txn.new_leases:
         if lease.step.lease is lease:
-            lease.step.lease_id = lease.pk
+            lease.step.lease_id = lease.id
     added = {id(row) for row in new_rows}  # by identity: a model's == compares keys, through Python
     for row in txn.steps.values():
         if id(row) in added:

@@ -70,6 +70,20 @@ ITEM_TRANSITIONS: dict[str, frozenset[str]] = {
 class GuardedState(DeferredAttribute):
     """A state read as a field is; set once as the instance is made or loaded, then only by `move`."""
 
+    def __init__(self, field):
+        super().__init__(field)
+        self.attname = field.attname
+
+    def __get__(self, instance, cls=None):
+        # The value kept under the attname, as DeferredAttribute reads it, without its steps: a write
+        # reads each step's state several times.
+        if instance is not None:
+            try:
+                return instance.__dict__[self.attname]
+            except KeyError:
+                pass
+        return super().__get__(instance, cls)
+
     def __set__(self, instance, value):
         attname = self.field.attname
         if attname in instance.__dict__:

@@ -262,6 +262,39 @@ def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
             assert adapting.db_value(created, naive, connection) is not naive
 
 
+def test_a_statements_values_are_prepped_each_as_alone_whatever_types_came_before(db):
+    # adapting.prepped learns, for each combination of value types a statement meets, which values it
+    # hands to _prep; every combination, in either order, must give what db_value gives each value alone.
+    import datetime as dt
+
+    import psycopg
+
+    from runs.models import RunStep, StepState
+
+    names = ("attempt", "state", "due_at", "handoff", "step_id", "overdue")
+    moment = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    rows = [
+        [1, "ready", None, None, "a", False],
+        [True, StepState.READY, moment, {"b": [1, 2.5]}, "b", 0],
+        [2**40, "done", moment.astimezone(dt.UTC), [], "", True],
+        [None, None, None, {"c": None}, None, None],
+    ]
+
+    def spelled(values):
+        if connection.vendor == "postgresql":
+            literal = psycopg.ClientCursor(connection.connection).mogrify
+            return [literal("%s", [value]) for value in values]
+        return [(type(value), value) for value in values]
+
+    for order in (rows, rows[::-1]):
+        fields = adapting.with_kinds([RunStep._meta.get_field(name) for name in names])
+        for values in order * 2:
+            alone = [adapting.db_value(field, value, connection) for (field, _k, _p), value in zip(fields, values, strict=True)]
+            assert spelled(adapting.prepped(fields, values, connection)) == spelled(alone), values
+    with pytest.raises(ValueError, match="5 values for 6 fields"):
+        adapting.prepped(fields, rows[0][:5], connection)
+
+
 def test_a_batch_reads_timestamps_as_django_would(postgres):
     # A batch reads timestamptz with psycopg's own loader only where that gives what Django's loader
     # gives: Django's zone and the session's both UTC.

@@ -251,3 +251,28 @@ def test_a_document_made_from_a_stored_one_is_kept_as_a_whole_one_is():
     assert repr(kept) == repr(snapshots._as_jsonb(value))
     assert kept["inputs"] is before["inputs"]  # a part kept in its place is taken as it is
     assert kept["steps"]["a"] is before["steps"]["a"]
+
+
+def test_a_rows_values_are_kept_in_their_stored_form_whatever_types_came_before():
+    # _stored learns, for each combination of value types a model's rows come in, what it turns into its
+    # stored form: a choice's member, a time in another zone and a document each take theirs after rows
+    # of plain values came first, and a time in no zone is refused every time, never learned as kept.
+    from base import backend
+    from runs.models import StepState
+
+    def step(**values):
+        return backend.created(RunStep, id=1, run_id=2, organization_id=3, version_id=4, step_id="s", position=0,
+                               kind="agent", **values)
+
+    moment = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    plain = snapshots._stored(RunStep, step(state="ready"))
+    assert plain[snapshots._plan(RunStep).index["state"]] == "ready"
+    index = snapshots._plan(RunStep).index
+    mixed = snapshots._stored(RunStep, step(state=StepState.READY, due_at=moment, handoff={"bb": 1, "a": 1.0}))
+    assert type(mixed[index["state"]]) is str and mixed[index["state"]] == "ready"
+    assert mixed[index["due_at"]] == moment and mixed[index["due_at"]].tzinfo is dt.UTC
+    assert json.dumps(mixed[index["handoff"]]) == json.dumps({"a": 1.0, "bb": 1})
+    for _ in range(2):
+        with pytest.raises(snapshots.Unsure):
+            snapshots._stored(RunStep, step(state="ready", due_at=dt.datetime(2026, 1, 2)))
+    assert snapshots._stored(RunStep, step(state="ready")) == plain
