@@ -99,6 +99,8 @@ def changes(obj) -> dict:
     by_identity = obj.loaded_by_identity
     if not by_identity and now == loaded:
         return {}  # the common case, compared in C
+    if len(loaded) != len(now):
+        raise ValueError(f"{len(loaded)} values remembered for {len(now)} fields of {model.__name__}")
     found = {}
     # Only the fields whose value is not the very object loaded are looked at, found in C.
     for i in itertools.compress(range(len(names)), map(operator.is_not, now, loaded)):

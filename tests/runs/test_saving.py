@@ -162,3 +162,22 @@ def test_an_instance_with_a_deferred_field_is_remembered_through_its_attributes(
     assert tracked.changes(run) == {}
     run.seq += 1
     assert tracked.changes(run) == {"seq": run.seq}
+
+
+def test_a_change_is_found_whatever_field_it_is_in_and_values_remembered_short_are_refused():
+    # changes() looks only at the fields whose value is not the very object loaded: every field of a
+    # run, compared by identity or by value, must still be found when it alone moved.
+    run = Run(id=1, organization_id=2, version_id=3, process_name="p", state="active", data={"a": 1})
+    names = tracked.written_fields(Run)
+    for name in names:
+        tracked.remember(run, by_identity=frozenset({"data"}))
+        before = getattr(run, name)
+        run.__dict__[name] = {"moved": name} if name == "data" else object()
+        assert tracked.changes(run) == {name: run.__dict__[name]}
+        run.__dict__[name] = before
+    tracked.remember(run)
+    run.data["a"] = 2  # changed in place: found by value where not compared by identity
+    assert tracked.changes(run) == {"data": {"a": 2}}
+    tracked.remember_as(run, tuple(getattr(run, name) for name in names)[:-1], by_identity=frozenset({"data"}))
+    with pytest.raises(ValueError, match="values remembered for"):
+        tracked.changes(run)
