@@ -85,7 +85,7 @@ class GuardedState(DeferredAttribute):
         return super().__get__(instance, cls)
 
     def __set__(self, instance, value):
-        attname = self.field.attname
+        attname = self.attname
         if attname in instance.__dict__:
             raise IllegalTransition(
                 f"{type(instance).__name__}.{attname} is changed through runs.transitions.move, not assigned"
