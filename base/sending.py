@@ -70,11 +70,20 @@ def batched(statements):
 def one_row(text: str, params: list) -> tuple:
     """The one row of a SELECT bound on the server (`Numbered`), and so prepared once its text repeats,
     read on the connection's kept cursor for it."""
+    return _on_kept(text, params).fetchone()
+
+
+def rows(text: str, params: list) -> list[tuple]:
+    """Every row of a SELECT, sent as `one_row` sends it."""
+    return _on_kept(text, params).fetchall()
+
+
+def _on_kept(text: str, params: list):
     db = connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
     cursor = backend.wrapped_cursor(db, _kept(db, utc=None))
     cursor.execute(text, params)
-    return cursor.fetchone()
+    return cursor
 
 
 def utc_session() -> bool:

@@ -451,6 +451,14 @@ def fetch_many(statements) -> list[list[tuple]]:
     return results
 
 
+def fetch(text: str, params) -> list[tuple]:
+    """Run one SELECT and return its raw rows: on PostgreSQL bound on the server, and so prepared once its
+    text repeats, where several SELECTs in one round trip (`fetch_many`) are planned every time they come."""
+    if not postgres():
+        return fetch_many([(text, params)])[0]
+    return sending.rows(text, params)
+
+
 @functools.cache
 def select_text(model, where: str, suffix: str = "") -> str:
     """`SELECT <the model's columns> FROM <its table> t WHERE <where> <suffix>`, rows for `build`."""

@@ -13,7 +13,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts import connections, grants
-from base import backend, metrics, sql
+from base import backend, metrics, sending, sql
 
 from . import engine, notices, rollups
 from .models import Run
@@ -35,14 +35,33 @@ def _catch_up_one(run_id: int) -> bool:
         return True
 
 
-def due_query(*, organization=None, limit: int = 100) -> tuple[str, list]:
+def due_query(*, organization=None, limit: int = 100, columns: str = "id") -> tuple[str, list]:
     """The SELECT of the runs whose wake-up has passed, soonest first: for `catch_up_runs`."""
-    statement = f"SELECT id FROM {backend.quote_name(Run._meta.db_table)} WHERE wake_at <= %s"
+    statement = f"SELECT {columns} FROM {backend.quote_name(Run._meta.db_table)} WHERE wake_at <= %s"
     params: list = [timezone.now()]
     if organization is not None:
         statement += " AND organization_id = %s"
         params.append(organization.pk)
     return statement + " ORDER BY wake_at LIMIT %s", [*params, limit]
+
+
+def due_beside(query: tuple[str, list], *, organization, order: str) -> tuple[list, list]:
+    """The rows of `due_query` for `organization`, and the rows of `query` (text, params), in one round
+    trip. On PostgreSQL the two go as one SELECT, which it prepares once its text repeats, where two
+    statements in one round trip are parsed and planned every time they come: every agent's `get_work`
+    asks this. `order` is `query`'s ORDER BY, its columns named on `q`."""
+    if not sending.postgres():
+        due, found = sql.fetch_many([due_query(organization=organization), query])
+        return due, found
+    due_text, due_params = due_query(organization=organization, columns="id, wake_at")
+    text, params = query
+    rows = sql.fetch(
+        f"SELECT d.due, q.* FROM (SELECT array_agg(id ORDER BY wake_at) AS due FROM ({due_text}) x) d"
+        f" LEFT JOIN ({text}) q ON true ORDER BY {order}",
+        [*due_params, *params],
+    )
+    # One row at least, the keys due (or NULL) on each; a row of `query`'s has its first column set.
+    return [(key,) for key in rows[0][0] or ()], [row[1:] for row in rows if row[1] is not None]
 
 
 def catch_up_runs(due) -> int:

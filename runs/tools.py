@@ -223,7 +223,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
         params += [since, since, pk]
     ready = (statement + " ORDER BY t.ready_since, t.id LIMIT %s", [*params, limit + 1])
     # The look for runs that time has changed goes with the first look for work, in one round trip.
-    due, found = sql.fetch_many([timers.due_query(organization=identity.organization), ready])
+    due, found = timers.due_beside(ready, organization=identity.organization, order="q.ready_since, q.id")
     if due and timers.catch_up_runs(due):
         [found] = sql.fetch_many([ready])
     page = []

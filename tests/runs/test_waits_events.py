@@ -1,5 +1,7 @@
 """Waits, wait_until, wait_for with events and timeouts (spec §2.2, §3.6)."""
 
+import pytest
+
 from tests.runs.conftest import age, rid, step_state
 
 WAITS = """---
@@ -195,3 +197,66 @@ def test_event_names_and_sizes_are_checked(publish, agent, person_caller, settin
     person.fails("send_event", "forbidden", runId=run_id, name="ping", requestId=rid())
     operator = person_caller("op@example.com", operator=True)
     assert operator.write("send_event", runId=run_id, name="invoice-settled") == {"consumedBy": "settle"}
+
+
+def _due_and_ready(publish, agent):
+    """Three runs due, woken an hour, a day and a minute ago, and three steps ready for an agent."""
+    from tests.runs.test_agent_loop import ONE_STEP
+
+    publish(WAITS)
+    publish(ONE_STEP)
+    due = []
+    for seconds in (3601, 86400, 60 + 3600):
+        due.append(agent.write("start_run", process="waits", inputs={"at": "2999-01-01T00:00:00Z"})["run"]["id"])
+        age(due[-1], seconds)
+    for ticket in "abc":
+        agent.write("start_run", process="one-step", inputs={"ticket": ticket})
+
+
+def _ready_query(org):
+    from base import sql
+    from runs.models import RunStep
+
+    return (
+        f"SELECT {sql.columns(RunStep, 't')} FROM runs_runstep t WHERE t.organization_id = %s AND t.kind = %s"
+        " AND t.state = %s ORDER BY t.ready_since, t.id LIMIT %s",
+        [org.pk, "agent", "ready", 2],
+    )
+
+
+def test_due_runs_and_ready_work_come_as_the_two_reads_would_give_them(publish, agent, org):
+    # spec §3.6: every read that lists work catches up first; one statement reads both (runs.timers.due_beside)
+    from base import sql
+    from runs import timers
+
+    def both():
+        apart = sql.fetch_many([timers.due_query(organization=org)])[0], sql.fetch(*_ready_query(org))
+        together = timers.due_beside(_ready_query(org), organization=org, order="q.ready_since, q.id")
+        assert together == apart
+        return together
+
+    assert both() == ([], [])  # nothing at all: the keys due are NULL and no row is ready
+    _due_and_ready(publish, agent)
+    due, ready = both()
+    assert len(due) == 3 and len(ready) == 2  # soonest first; the limit holds
+    timers.catch_up_runs(due)
+    due, ready = both()
+    assert due == [] and len(ready) == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_get_work_reads_in_one_statement_the_database_prepares(publish, agent, org):
+    # Two statements in one round trip are planned every time they come; one is prepared once it repeats.
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements are PostgreSQL's (DATABASE_URL is not PostgreSQL)")
+    _due_and_ready(publish, agent)
+    for _ in range(8):
+        items = agent("get_work")["items"]
+    # The runs due were caught up by the first (each on to its next wait): the one-step runs' work is ready.
+    assert [item["process"] for item in items] == ["one-step"] * 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ["%array_agg(id ORDER BY wake_at)%"])
+        assert cursor.fetchone() == (1,)
