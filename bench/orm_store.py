@@ -37,7 +37,7 @@ from base import keys, sql, tracked
 # What the ORM replaces in base.sql, by name; base.tracked's `changes` is wrapped only to mark which
 # instance its fields were read from.
 REPLACED = (
-    "select_many", "select", "fetch_many", "execute", "insert", "insert_later", "update", "deferred",
+    "select_many", "select", "fetch_many", "fetch", "execute", "insert", "insert_later", "update", "deferred",
     "guard", "optimistic",
 )
 # What it replaces in base.keys: no key is taken ahead of its INSERT.
@@ -123,6 +123,7 @@ def _replacements(layer: dict) -> dict:
         "select_many": select_many,
         "select": select,
         "fetch_many": fetch_many,
+        "fetch": lambda text, params: fetch_many([(text, params)])[0],  # on Django's cursor, as any statement
         "execute": execute,
         "insert": insert,
         "insert_later": insert,  # no batch to wait for: inserted at once, its key read back
