@@ -49,7 +49,8 @@ def due_beside(query: tuple[str, list], *, organization, order: str) -> tuple[li
     """The rows of `due_query` for `organization`, and the rows of `query` (text, params), in one round
     trip. On PostgreSQL the two go as one SELECT, which it prepares once its text repeats, where two
     statements in one round trip are parsed and planned every time they come: every agent's `get_work`
-    asks this. `order` is `query`'s ORDER BY, its columns named on `q`."""
+    asks this. `order` is `query`'s ORDER BY, its columns named on `q`; `query`'s first column is never
+    NULL (a key), which tells its rows from the one row of due keys alone when it finds none."""
     if not sending.postgres():
         due, found = sql.fetch_many([due_query(organization=organization), query])
         return due, found
