@@ -79,7 +79,7 @@ def catch_up_runs(due) -> int:
 def catch_up(*, organization=None, limit: int = 100) -> int:
     """Bring every run whose wake-up has passed up to date; return how many were changed."""
     # Plain SQL: every read that lists work asks this first, and the answer is nearly always "none".
-    [due] = sql.fetch_many([due_query(organization=organization, limit=limit)])
+    due = sql.fetch(*due_query(organization=organization, limit=limit))
     return catch_up_runs(due)
 
 

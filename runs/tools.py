@@ -225,7 +225,7 @@ def get_work(identity: Identity, arguments: dict) -> dict:
     # The look for runs that time has changed goes with the first look for work, in one round trip.
     due, found = timers.due_beside(ready, organization=identity.organization, order="q.ready_since, q.id")
     if due and timers.catch_up_runs(due):
-        [found] = sql.fetch_many([ready])
+        found = sql.fetch(*ready)
     page = []
     for values in found:
         row = sql.build(RunStep, values)
