@@ -47,7 +47,7 @@ def batched(statements):
     db = connections[DEFAULT_DB_ALIAS]  # once, not through the proxy at each use
     db.ensure_connection()
     utc = _utc(db)
-    raw = _kept(db, utc=utc)
+    raw = _kept(db, kind=utc)
     with backend.database_errors(db):
         text = ";\n".join(text for text, _params in statements)
         values = [value for _text, params in statements for value in params]
@@ -81,7 +81,7 @@ def rows(text: str, params: list) -> list[tuple]:
 def _on_kept(text: str, params: list):
     db = connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
-    cursor = backend.wrapped_cursor(db, _kept(db, utc=None))
+    cursor = backend.wrapped_cursor(db, _kept(db, kind=None))
     cursor.execute(text, params)
     return cursor
 
@@ -102,7 +102,8 @@ class _Kept(threading.local):
     adapters it has looked up for the values it sent and the columns it read, which a new one looks up
     again. A Django connection is used by one thread; a new connection gets new cursors. A kept cursor
     also holds the rows of the thread's last batch until its next one: at most what one read of a
-    tool returns (a run with its steps, whose data RUN_DATA_BYTES bounds)."""
+    tool returns (a run with its steps, whose data RUN_DATA_BYTES bounds); the one for writes holds the
+    values of the thread's last write (`one_statement_cursor`)."""
 
     connection = None
     cursors: dict | None = None
@@ -111,16 +112,21 @@ class _Kept(threading.local):
 _held = _Kept()
 
 
-def _kept(db, *, utc: bool | None):
-    """The connection's ClientCursor for batches (reading timestamptz with psycopg's loader when `utc`),
-    or with `utc` None its `Numbered` cursor for reads of one row (`one_row`), made at its first use, and
-    again for a new connection or once closed."""
+def _kept(db, *, kind: bool | str | None):
+    """One of the connection's kept cursors, made at its first use, and again for a new connection or
+    once closed: with `kind` True or False its ClientCursor for batches, reading timestamptz with
+    psycopg's loader or not (`_utc`); with None its `Numbered` cursor for reads (`one_row`, `rows`);
+    with WRITES its `Numbered` cursor for writes (`one_statement_cursor`). Reads and writes each keep a
+    cursor of their own, so that neither looks up again the adapters of the other's values and columns."""
     if _held.connection is not db.connection:
         _held.connection, _held.cursors = db.connection, {}
-    raw = _held.cursors.get(utc)
+    raw = _held.cursors.get(kind)
     if raw is None or raw.closed:
-        raw = _held.cursors[utc] = Numbered(db.connection) if utc is None else _client_cursor(db, utc=utc)
+        raw = _held.cursors[kind] = _client_cursor(db, utc=kind) if type(kind) is bool else Numbered(db.connection)
     return raw
+
+
+WRITES = "writes"  # `_kept`'s key for the cursor of a write's one statement
 
 
 def _client_cursor(db, *, utc: bool):
@@ -196,13 +202,20 @@ _PLACEHOLDER = re.compile(r"%[s%]")
 
 
 @contextmanager
-def one_statement_cursor(db=None):
-    """A cursor for one statement sent with numbered placeholders (`Numbered`), wrapped as Django wraps its own.
+def one_statement_cursor(db=None, params=()):
+    """A cursor for one statement of `params` sent with numbered placeholders (`Numbered`), wrapped as
+    Django wraps its own.
 
-    A new one each time, closed after: a write's values may be large (an uploaded file), and a cursor
-    holds on to the last values it sent. `db`: the default connection's wrapper, when the caller has it."""
+    The connection's kept cursor for writes (`_kept`), which keeps the adapters it has looked up for the
+    values it sent; it holds on to the values of its last statement until its next one, as it holds the
+    rows of its last read: a write's are at most about its run's data (RUN_DATA_BYTES) twice over, the
+    data and the write's record. A statement that sends bytes (an uploaded file, up to MAX_UPLOAD_BYTES)
+    goes on a new cursor, closed after. `db`: the default connection's wrapper, when the caller has it."""
     db = db or connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
+    if bytes not in map(type, params):  # looked at in C, value by value
+        yield backend.wrapped_cursor(db, _kept(db, kind=WRITES))
+        return
     cursor = backend.wrapped_cursor(db, Numbered(db.connection))
     try:
         yield cursor
@@ -216,8 +229,9 @@ def send(statements: list) -> None:
         return
     if postgres() and len(statements) > 1:
         if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
-            with one_statement_cursor() as cursor:
-                cursor.execute(*joining.one_statement(statements))
+            text, params = joining.one_statement(statements)
+            with one_statement_cursor(params=params) as cursor:
+                cursor.execute(text, params)
             return
         with batched(statements):
             pass  # nothing to read back

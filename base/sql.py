@@ -226,14 +226,15 @@ def _send_guarded(guard_statement, batch: list) -> None:
     if len(guard_params) + sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write too large for one statement")
     if guard_text is None:
-        with _sending() as cursor:
-            cursor.execute(*joining.one_statement(batch))
+        text, params = joining.one_statement(batch)
+        with _sending(params) as cursor:
+            cursor.execute(text, params)
         return
     try:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
     except joining.NotGuardable as refused:
         raise NeedsLock(str(refused)) from None
-    with _sending() as cursor:
+    with _sending(params) as cursor:
         cursor.execute(text, params)
         (applied,) = cursor.fetchone()
     if not applied:
@@ -241,11 +242,12 @@ def _send_guarded(guard_statement, batch: list) -> None:
 
 
 @contextmanager
-def _sending():
-    """The cursor an optimistic write's one statement goes on, past the refusal of writes sent at once."""
+def _sending(params: list):
+    """The cursor an optimistic write's one statement of `params` goes on, past the refusal of writes
+    sent at once."""
     _pending.sending = True
     try:
-        with sending.one_statement_cursor(_db()) as cursor:
+        with sending.one_statement_cursor(_db(), params) as cursor:
             yield cursor
     finally:
         _pending.sending = False

@@ -407,6 +407,35 @@ def test_a_large_batch_goes_on_a_cursor_of_its_own_and_the_next_batch_still_work
         assert sql.fetch_many([("SELECT %s::int", [2]), ("SELECT %s::text", ["three"])]) == [[(2,)], [("three",)]]
 
 
+def test_a_writes_statement_goes_on_the_connections_cursor_for_writes_and_bytes_on_one_of_their_own(postgres, agent):
+    # A write's one statement goes on the cursor the connection keeps for writes, which keeps the adapters
+    # it has looked up; reads keep a cursor of their own. A statement that sends bytes (an uploaded file)
+    # goes on a new cursor, closed after, which holds on to nothing once the write is done.
+    from django.db import transaction
+
+    used = []
+
+    def wrapper(execute, text, params, many, context):
+        if "SAVEPOINT" not in text:  # the test's own transaction's
+            used.append(context["cursor"].cursor)
+        return execute(text, params, many, context)
+
+    with postgres.execute_wrapper(wrapper):
+        for turn in range(2):
+            with transaction.atomic(), sql.deferred():
+                sql.update(Agent, agent.pk, {"name": f"turn {turn}"})
+                sql.insert_later(Agent(organization_id=agent.organization_id, name=f"new {turn}"))
+        read = sql.fetch("SELECT %s::int", [1])
+        with sending.one_statement_cursor(params=["name", b"\x00 file"]) as cursor:
+            cursor.execute("SELECT %s::text, length(%s::bytea)", ["name", b"\x00 file"])
+            assert cursor.fetchone() == ("name", 6)
+    assert read == [(1,)] and Agent.objects.get(pk=agent.pk).name == "turn 1"
+    first, second, reading, with_bytes = used
+    assert first is second and not first.closed  # kept from one write to the next
+    assert reading is not first  # reads keep their own
+    assert with_bytes is not first and with_bytes.closed
+
+
 def test_a_long_statement_is_numbered_without_being_kept():
     text = "SELECT " + ", ".join(["%s"] * 3000) + ", '100%%'"
     assert len(text) > sending.KEPT_NUMBERED_TEXT
