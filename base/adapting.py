@@ -126,7 +126,19 @@ def _prep(field, kind, value, db):
         if kind is _JSON and (type(value) is dict or type(value) is list):
             # What the field's get_db_prep_save makes of a document, written by orjson (base.json_text).
             return Jsonb(value, dumps=json_text.dumped)
-    return field.get_db_prep_save(value, db)
+        if kind is str and isinstance(value, str):
+            return str.__str__(value)  # a choice's member, which a text field sends as it is: `_plain`
+    return _plain(field.get_db_prep_save(value, db))
+
+
+def _plain(value):
+    """`value`, or for a subclass of str or int (a choice's member, runs.transitions' states among them)
+    the plain text or number it stands for, which is what the driver sends for it: psycopg finds a
+    subclass's dumper by walking its class's ancestry, in Python, at every statement that sends one."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or not isinstance(value, (str, int)):
+        return value
+    return str.__str__(value) if isinstance(value, str) else int.__int__(value)
 
 
 class _JSON:
@@ -137,7 +149,8 @@ class _JSON:
 # Fields whose get_db_prep_save makes nothing new of a value of this exact type (or None): such a value
 # goes as it is, without the call. (On PostgreSQL Django wraps an int in the column's integer type, for
 # parameters bound on the server; the column gives an INSERT's or UPDATE's value that type all the same.)
-# Subclasses are left out; they may prepare values their own way.
+# A subclass counts as its base only where it prepares values as its base does (`_as_base`); others may
+# prepare them their own way.
 _PLAIN_FIELDS = {
     int: (
         model_fields.IntegerField, model_fields.BigIntegerField, model_fields.SmallIntegerField,
@@ -147,6 +160,16 @@ _PLAIN_FIELDS = {
     str: (model_fields.CharField, model_fields.TextField),
     bool: (model_fields.BooleanField,),
 }
+
+
+# What makes a field's value into what a statement sends (Field.get_db_prep_save and what it calls).
+_PREPARING = ("get_db_prep_save", "get_db_prep_value", "get_prep_value", "to_python")
+
+
+def _as_base(kind: type, base: type) -> bool:
+    """Whether field class `kind` is a subclass of `base` that prepares values as `base` does (a
+    runs.transitions.StateField is a CharField that guards how its value is set, not how it is sent)."""
+    return issubclass(kind, base) and all(getattr(kind, name) is getattr(base, name) for name in _PREPARING)
 
 
 @functools.cache
@@ -160,7 +183,7 @@ def passes(field) -> type | None:
         return passes(backend.target_field(field)) if field.many_to_one or field.one_to_one else None
     kind = type(field)
     for python_type, field_types in _PLAIN_FIELDS.items():
-        if kind in field_types:
+        if kind in field_types or any(_as_base(kind, base) for base in field_types):
             return python_type
     if kind is model_fields.DateTimeField and postgres() and settings.USE_TZ:
         return dt.datetime

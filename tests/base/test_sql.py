@@ -262,6 +262,42 @@ def test_a_plain_value_goes_to_the_database_as_the_orm_would_send_it(db):
             assert adapting.db_value(created, naive, connection) is not naive
 
 
+def test_a_choices_member_goes_as_the_plain_text_or_number_it_stands_for(db):
+    # A choice's member, a guarded state among them, is sent as the plain str or int it stands for:
+    # the driver writes the very literal it writes for the member, and finds the plain type's
+    # dumper without walking the member's class at every statement.
+    import psycopg
+    from django.db import models
+
+    from runs.models import Mode, Run, RunStep, StepState
+
+    class Level(models.IntegerChoices):
+        LOW = 1
+
+    state = RunStep._meta.get_field("state")
+    assert adapting.passes(state) is str  # a StateField prepares its values as any CharField
+    cases = [(state, StepState.CLAIMED), (Run._meta.get_field("mode"), Mode.LIVE),
+             (RunStep._meta.get_field("attempt"), Level.LOW)]
+    for field, member in cases:
+        orm = field.get_db_prep_save(member, connection)
+        sent = adapting.db_value(field, member, connection)
+        fields = adapting.with_kinds([field])
+        assert type(sent) in (str, int) and sent == orm, (field, member, type(sent))
+        assert type(adapting.prepped(fields, [member], connection)[0]) is type(sent)
+        if connection.vendor == "postgresql":
+            literal = psycopg.ClientCursor(connection.connection).mogrify
+            assert literal("%s", [sent]) == literal("%s", [orm])
+
+    class Shouting(models.CharField):  # prepares its values its own way: not taken for a plain text field
+        def get_prep_value(self, value):
+            return super().get_prep_value(value).upper()
+
+    loud = Shouting(max_length=10)
+    loud.set_attributes_from_name("loud")
+    assert adapting.passes(loud) is None
+    assert adapting.db_value(loud, StepState.READY, connection) == "READY"
+
+
 def test_a_statements_values_are_prepped_each_as_alone_whatever_types_came_before(db):
     # adapting.prepped learns, for each combination of value types a statement meets, which values it
     # hands to _prep; every combination, in either order, must give what db_value gives each value alone.
