@@ -7,10 +7,16 @@ from accounts.oauth import MCP_PATH
 
 from . import mcp, rest
 
-urlpatterns = [
+# The routes of the calls themselves, which the site's URLs put first of all at their top level
+# (config.urls): most requests are calls, and a route inside an include is resolved through one more
+# resolver, with a match made for each.
+calls = [
     path("api/tools/<str:tool>", rest.ToolView.as_view(), name="tool"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path(MCP_PATH.lstrip("/"), mcp.endpoint, name="mcp"),
     path(MCP_PATH.lstrip("/") + "/", mcp.endpoint),
+]
+
+urlpatterns = [
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -2,6 +2,8 @@ from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 
+from api import urls as api_urls
+
 from .health import healthz
 from .metrics import metrics
 
@@ -11,6 +13,7 @@ admin.site.login = secure_admin_login(admin.site.login)
 
 # The agents' doors first: Django tries the patterns in order, and they take most of the requests.
 urlpatterns = [
+    *api_urls.calls,
     path("", include("api.urls")),
     path("", include("runs.urls")),
     path("healthz", healthz, name="healthz"),
