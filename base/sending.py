@@ -103,7 +103,7 @@ class _Kept(threading.local):
     again. A Django connection is used by one thread; a new connection gets new cursors. A kept cursor
     also holds the rows of the thread's last batch until its next one: at most what one read of a
     tool returns (a run with its steps, whose data RUN_DATA_BYTES bounds); the one for writes holds the
-    values of the thread's last write (`one_statement_cursor`)."""
+    values of the thread's last write (`send_one`)."""
 
     connection = None
     cursors: dict | None = None
@@ -116,7 +116,7 @@ def _kept(db, *, kind: bool | str | None):
     """One of the connection's kept cursors, made at its first use, and again for a new connection or
     once closed: with `kind` True or False its ClientCursor for batches, reading timestamptz with
     psycopg's loader or not (`_utc`); with None its `Numbered` cursor for reads (`one_row`, `rows`);
-    with WRITES its `Numbered` cursor for writes (`one_statement_cursor`). Reads and writes each keep a
+    with WRITES its `Numbered` cursor for writes (`send_one`). Reads and writes each keep a
     cursor of their own, so that neither looks up again the adapters of the other's values and columns."""
     if _held.connection is not db.connection:
         _held.connection, _held.cursors = db.connection, {}
@@ -201,24 +201,26 @@ def _numbered(text: str) -> str:
 _PLACEHOLDER = re.compile(r"%[s%]")
 
 
-@contextmanager
-def one_statement_cursor(db=None, params=()):
-    """A cursor for one statement of `params` sent with numbered placeholders (`Numbered`), wrapped as
-    Django wraps its own.
+def send_one(text: str, params: list, *, db=None, first_row: bool = False):
+    """Run one statement of `params` sent with numbered placeholders (`Numbered`) on a driver cursor
+    wrapped as Django wraps its own; return its first row when `first_row`.
 
-    The connection's kept cursor for writes (`_kept`), which keeps the adapters it has looked up for the
-    values it sent; it holds on to the values of its last statement until its next one, as it holds the
-    rows of its last read: a write's are at most about its run's data (RUN_DATA_BYTES) twice over, the
-    data and the write's record. A statement that sends bytes (an uploaded file, up to MAX_UPLOAD_BYTES)
-    goes on a new cursor, closed after. `db`: the default connection's wrapper, when the caller has it."""
+    It goes on the connection's kept cursor for writes (`_kept`), which keeps the adapters it has looked
+    up for the values it sent; that cursor holds on to the values of its last statement until its next
+    one, as the one for reads holds the rows of its last read: a write's are at most about its run's
+    data (RUN_DATA_BYTES) twice over, the data and the write's record. A statement that sends bytes (an
+    uploaded file, up to MAX_UPLOAD_BYTES) goes on a new cursor, closed after. `db`: the default
+    connection's wrapper, when the caller has it."""
     db = db or connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
     if bytes not in map(type, params):  # looked at in C, value by value
-        yield backend.wrapped_cursor(db, _kept(db, kind=WRITES))
-        return
+        cursor = backend.wrapped_cursor(db, _kept(db, kind=WRITES))
+        cursor.execute(text, params)
+        return cursor.fetchone() if first_row else None
     cursor = backend.wrapped_cursor(db, Numbered(db.connection))
     try:
-        yield cursor
+        cursor.execute(text, params)
+        return cursor.fetchone() if first_row else None
     finally:
         cursor.close()
 
@@ -229,9 +231,7 @@ def send(statements: list) -> None:
         return
     if postgres() and len(statements) > 1:
         if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
-            text, params = joining.one_statement(statements)
-            with one_statement_cursor(params=params) as cursor:
-                cursor.execute(text, params)
+            send_one(*joining.one_statement(statements))
             return
         with batched(statements):
             pass  # nothing to read back

@@ -37,29 +37,36 @@ class _Pending(threading.local):
 _pending = _Pending()
 
 
-@contextmanager
-def deferred():
+class deferred:  # a context, entered as `with sql.deferred():`
     """Hold the UPDATEs and result-less INSERTs made inside and send them together at the end.
 
     On PostgreSQL they go as one query: one round trip instead of one each. Use it only inside a
     transaction, around code that does not read back the rows it writes through here; an error in any
-    of them is raised at the end, and the transaction rolls back as usual.
+    of them is raised at the end, and the transaction rolls back as usual. Inside another, it is the
+    other's. (A class, not a generator: every write enters it.)
     """
-    if _pending.statements is not None:
-        yield
-        return
-    _pending.statements, _pending.updates, _pending.guard = [], {}, None
-    _pending.db = connections[DEFAULT_DB_ALIAS]
-    try:
-        yield
-        statements, _pending.statements = _pending.statements, None
-        guard, _pending.guard = _pending.guard, None
-        if _pending.optimistic:
-            _send_guarded(guard, statements)
-        else:
-            sending.send(statements)
-    finally:
-        _pending.statements = _pending.updates = _pending.guard = _pending.db = None
+
+    __slots__ = ("inner",)
+
+    def __enter__(self):
+        self.inner = _pending.statements is not None
+        if not self.inner:
+            _pending.statements, _pending.updates, _pending.guard = [], {}, None
+            _pending.db = connections[DEFAULT_DB_ALIAS]
+
+    def __exit__(self, kind, _exc, _traceback):
+        if self.inner:
+            return
+        try:
+            if kind is None:
+                statements, _pending.statements = _pending.statements, None
+                guard, _pending.guard = _pending.guard, None
+                if _pending.optimistic:
+                    _send_guarded(guard, statements)
+                else:
+                    sending.send(statements)
+        finally:
+            _pending.statements = _pending.updates = _pending.guard = _pending.db = None
 
 
 def _db():
@@ -226,29 +233,22 @@ def _send_guarded(guard_statement, batch: list) -> None:
     if len(guard_params) + sum(len(params) for _text, params in batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write too large for one statement")
     if guard_text is None:
-        text, params = joining.one_statement(batch)
-        with _sending(params) as cursor:
-            cursor.execute(text, params)
+        _sent(*joining.one_statement(batch))
         return
     try:
         text, params = joining.guarded_statement(guard_text, guard_params, batch)
     except joining.NotGuardable as refused:
         raise NeedsLock(str(refused)) from None
-    with _sending(params) as cursor:
-        cursor.execute(text, params)
-        (applied,) = cursor.fetchone()
+    (applied,) = _sent(text, params, first_row=True)
     if not applied:
         raise Moved("the guarding row changed since it was read")
 
 
-@contextmanager
-def _sending(params: list):
-    """The cursor an optimistic write's one statement of `params` goes on, past the refusal of writes
-    sent at once."""
+def _sent(text: str, params: list, *, first_row: bool = False):
+    """Send an optimistic write's one statement, past the refusal of writes sent at once (`send_one`)."""
     _pending.sending = True
     try:
-        with sending.one_statement_cursor(_db(), params) as cursor:
-            yield cursor
+        return sending.send_one(text, params, db=_db(), first_row=first_row)
     finally:
         _pending.sending = False
 

@@ -6,7 +6,6 @@ import contextvars
 import hmac
 import re
 import time
-from contextlib import contextmanager
 
 from django.conf import settings
 from django.urls import reverse
@@ -54,14 +53,20 @@ class _Serving:
 _serving: contextvars.ContextVar[_Serving | None] = contextvars.ContextVar("serving", default=None)
 
 
-@contextmanager
-def serving(request):
-    """Links made inside start with `request`'s scheme and host (unless PUBLIC_URL is set)."""
-    token = _serving.set(_Serving(request))
-    try:
-        yield
-    finally:
-        _serving.reset(token)
+class serving:
+    """Links made inside start with `request`'s scheme and host (unless PUBLIC_URL is set). A class, not a
+    generator: every tool call enters it."""
+
+    __slots__ = ("request", "token")
+
+    def __init__(self, request):
+        self.request = request
+
+    def __enter__(self):
+        self.token = _serving.set(_Serving(self.request))
+
+    def __exit__(self, *_exc):
+        _serving.reset(self.token)
 
 
 def request_root() -> str:

@@ -33,7 +33,6 @@ import logging
 import operator
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 from decimal import Decimal
 
 from django.conf import settings
@@ -114,13 +113,19 @@ def _settings_changed(setting, **_signal) -> None:
         _enabled = None
 
 
-@contextmanager
-def offered(allow: bool = True):
-    """Let the write inside take a snapshot in place of its read (`recall`); on leaving, `in_use` is reset."""
-    _offer.offered, _offer.used = allow and enabled(), None
-    try:
-        yield
-    finally:
+class offered:
+    """Let the write inside take a snapshot in place of its read (`recall`); on leaving, `in_use` is reset.
+    A class, not a generator: every write enters it."""
+
+    __slots__ = ("allow",)
+
+    def __init__(self, allow: bool = True):
+        self.allow = allow
+
+    def __enter__(self):
+        _offer.offered, _offer.used = self.allow and enabled(), None
+
+    def __exit__(self, *_exc):
         _offer.offered, _offer.used = False, None
 
 

@@ -462,9 +462,8 @@ def test_a_writes_statement_goes_on_the_connections_cursor_for_writes_and_bytes_
                 sql.update(Agent, agent.pk, {"name": f"turn {turn}"})
                 sql.insert_later(Agent(organization_id=agent.organization_id, name=f"new {turn}"))
         read = sql.fetch("SELECT %s::int", [1])
-        with sending.one_statement_cursor(params=["name", b"\x00 file"]) as cursor:
-            cursor.execute("SELECT %s::text, length(%s::bytea)", ["name", b"\x00 file"])
-            assert cursor.fetchone() == ("name", 6)
+        row = sending.send_one("SELECT %s::text, length(%s::bytea)", ["name", b"\x00 file"], first_row=True)
+        assert row == ("name", 6)
     assert read == [(1,)] and Agent.objects.get(pk=agent.pk).name == "turn 1"
     first, second, reading, with_bytes = used
     assert first is second and not first.closed  # kept from one write to the next
