@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 
 
 class NotGuardable(ValueError):
@@ -40,7 +42,7 @@ def one_statement(statements: list) -> tuple[str, list]:
     with the same columns go as one INSERT of several rows, so their keys follow the order they were
     written in.
     """
-    text, order = _joined(None, tuple(text for text, _params in statements))
+    text, order = _joined(None, tuple(map(_TEXT, statements)))
     return text, _values([], statements, order)
 
 
@@ -54,10 +56,11 @@ def _joined(guard_text: str | None, texts: tuple) -> tuple[str, tuple]:
 
 
 def _values(first: list, statements: list, order: tuple) -> list:
-    values = list(first)
-    for i in order:
-        values.extend(statements[i][1])
-    return values
+    """`first`, then the parameters of each of `statements` in `order` (told in C)."""
+    return [*first, *itertools.chain.from_iterable(map(_PARAMS, map(statements.__getitem__, order)))]
+
+
+_TEXT, _PARAMS = operator.itemgetter(0), operator.itemgetter(1)  # of a statement, (text, params)
 
 
 # The shapes of write kept (`_joined`), a few per tool and path through it, each of at most so many
@@ -104,7 +107,7 @@ def guarded_statement(guard_text: str, guard_params: list, statements: list) -> 
     (a VALUES list has no target column to take it from); rows of one table with the same columns
     are one INSERT, in the order written.
     """
-    text, order = _joined(guard_text, tuple(text for text, _params in statements))
+    text, order = _joined(guard_text, tuple(map(_TEXT, statements)))
     return text, _values(guard_params, statements, order)
 
 

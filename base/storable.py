@@ -7,6 +7,7 @@ named by where it is, written so that the name itself can be printed and stored.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -66,6 +67,9 @@ def unstorable(value, path: str = "") -> list[str]:
     return sorted(found)
 
 
+_ONLY_TEXT = frozenset({str})
+
+
 def _storable(value) -> bool:
     """Whether `unstorable` would find nothing, told without naming places: every text (keys too) searched
     at once, as one string. False for anything it does not know to be storable, which `unstorable` names."""
@@ -79,11 +83,11 @@ def _storable(value) -> bool:
             if depth > MAX_DEPTH:
                 return False
             if kind is dict:
-                if any(type(key) is not str for key in current):
-                    return False
+                if not _ONLY_TEXT.issuperset(map(type, current)):
+                    return False  # a key that is not a string
                 texts.extend(current)
                 current = current.values()
-            stack.extend([(child, depth + 1) for child in current])
+            stack.extend(zip(current, itertools.repeat(depth + 1)))
         elif kind is float:
             if not math.isfinite(current):
                 return False
