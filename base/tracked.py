@@ -91,14 +91,14 @@ def changes(obj) -> dict:
     An instance never remembered has every field changed.
     """
     model = type(obj)
-    names = written_fields(model)
-    now = _values(model, obj)
+    now = _values_of(model)(obj)
     loaded = getattr(obj, "loaded_values", None)
     if loaded is None:
-        return dict(zip(names, now, strict=True))
+        return dict(zip(written_fields(model), now, strict=True))
     by_identity = obj.loaded_by_identity
     if not by_identity and now == loaded:
         return {}  # the common case, compared in C
+    names = written_fields(model)
     if len(loaded) != len(now):
         raise ValueError(f"{len(loaded)} values remembered for {len(now)} fields of {model.__name__}")
     found = {}
