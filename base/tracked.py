@@ -86,9 +86,11 @@ def remember_as(obj, values: tuple, *, by_identity: frozenset = frozenset()):
 
 
 def changes(obj) -> dict:
-    """The fields of a remembered instance that differ from what was loaded, now remembered as saved.
+    """The fields of a remembered instance that differ from what was loaded.
 
-    An instance never remembered has every field changed.
+    An instance never remembered has every field changed. A write saves each instance once
+    (runs.store.save), so what is found is not remembered as saved: `remember` the instance again
+    before asking a second time.
     """
     model = type(obj)
     now = _values_of(model)(obj)
@@ -107,6 +109,4 @@ def changes(obj) -> dict:
         name, value = names[i], now[i]
         if name in by_identity or value != loaded[i]:
             found[name] = value
-    if found:
-        obj.loaded_values = _kept(model, now, by_identity)
     return found

@@ -162,6 +162,9 @@ def test_an_instance_with_a_deferred_field_is_remembered_through_its_attributes(
     assert tracked.changes(run) == {}
     run.seq += 1
     assert tracked.changes(run) == {"seq": run.seq}
+    # What is found is not remembered as saved: asked again, the change is still there, until remembered.
+    assert tracked.changes(run) == {"seq": run.seq}
+    assert tracked.changes(tracked.remember(run)) == {}
 
 
 def test_a_change_is_found_whatever_field_it_is_in_and_values_remembered_short_are_refused():
