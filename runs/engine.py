@@ -429,9 +429,10 @@ def end_run(txn: LoadedRun, *, state: str, outcome: str | None, by: str, note: s
 
 
 def new_run(
-    *, identity: Identity, version, inputs: dict, mode: str, now: dt.datetime | None = None
+    *, identity: Identity, version, inputs: dict, mode: str, now: dt.datetime | None = None, key: int | None = None
 ) -> LoadedRun:
-    """Create a run of `version` and make its first step ready; refuse inputs the process does not take."""
+    """Create a run of `version` and make its first step ready; refuse inputs the process does not take.
+    `key`: the run's key, taken from its sequence ahead, which its steps then hold from the start."""
     now = now or timezone.now()
     definition = definition_for(version)
     if identity.is_agent and definition.uses_initiator():
@@ -447,6 +448,7 @@ def new_run(
         raise Invalid("The inputs do not fit the process.", issues)
     run = backend.created(
         Run,
+        id=key,
         organization=identity.organization,
         version=version,
         process_name=version.frontmatter["name"],

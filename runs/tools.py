@@ -324,10 +324,9 @@ def start_run(identity: Identity, arguments: dict) -> dict:
         if len(started_versions) >= STARTED_VERSIONS:
             started_versions.clear()
         started_versions[identity.organization.pk, arguments["process"], number] = version.pk
+        # With a key that came with the lookups, the run's INSERTs join the batch.
         txn = engine.new_run(identity=identity, version=version, inputs=arguments["inputs"],
-                             mode=arguments.get("mode", "live"))
-        if reserved:
-            txn.run.pk = reserved[0][0][0]  # its key came with the lookups: the run's INSERTs join the batch
+                             mode=arguments.get("mode", "live"), key=reserved[0][0][0] if reserved else None)
         engine.flush(txn)
         return idempotency.Outcome(_view(txn), run=txn.run)
 
