@@ -153,7 +153,9 @@ def _performed(write: Write, perform, *, read: bool = True) -> Outcome:
     if outcome.error is None:
         stored = {"data": outcome.data}
         if outcome.lease:
-            stored = {"data": {k: v for k, v in outcome.data.items() if k != "token"}, "lease": outcome.lease}
+            data = dict(outcome.data)
+            data.pop("token", None)  # a replay makes the token anew from the lease (`_replay`)
+            stored = {"data": data, "lease": outcome.lease}
         sql.insert_later(backend.created(
             IdempotencyRecord,
             organization=write.identity.organization,
