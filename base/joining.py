@@ -60,6 +60,11 @@ def _values(first: list, statements: list, order: tuple) -> list:
     return [*first, *itertools.chain.from_iterable(map(_PARAMS, map(statements.__getitem__, order)))]
 
 
+def value_count(statements: list) -> int:
+    """How many values `statements`, (text, params) each, bind in all (told in C)."""
+    return sum(map(len, map(_PARAMS, statements)))
+
+
 _TEXT, _PARAMS = operator.itemgetter(0), operator.itemgetter(1)  # of a statement, (text, params)
 
 

@@ -213,16 +213,14 @@ def send_one(text: str, params: list, *, db=None, first_row: bool = False):
     connection's wrapper, when the caller has it."""
     db = db or connections[DEFAULT_DB_ALIAS]
     db.ensure_connection()
-    if bytes not in map(type, params):  # looked at in C, value by value
-        cursor = backend.wrapped_cursor(db, _kept(db, kind=WRITES))
-        cursor.execute(text, params)
-        return cursor.fetchone() if first_row else None
-    cursor = backend.wrapped_cursor(db, Numbered(db.connection))
+    kept = bytes not in map(type, params)  # looked at in C, value by value
+    cursor = backend.wrapped_cursor(db, _kept(db, kind=WRITES) if kept else Numbered(db.connection))
     try:
         cursor.execute(text, params)
         return cursor.fetchone() if first_row else None
     finally:
-        cursor.close()
+        if not kept:
+            cursor.close()
 
 
 def send(statements: list) -> None:
@@ -230,7 +228,7 @@ def send(statements: list) -> None:
     if not statements:
         return
     if postgres() and len(statements) > 1:
-        if sum(len(params) for _text, params in statements) <= ONE_STATEMENT_PARAMS:
+        if joining.value_count(statements) <= ONE_STATEMENT_PARAMS:
             send_one(*joining.one_statement(statements))
             return
         with batched(statements):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import operator
 import threading
 from contextlib import contextmanager
 
@@ -231,7 +230,7 @@ def _send_guarded(guard_statement, batch: list) -> None:
     if _pending.new_rows and any(not text.startswith("INSERT ") or " RETURNING " in text for text, _params in batch):
         raise NeedsLock("a write of new rows only changed a row that was there before")
     guard_text, guard_params = guard_statement or (None, [])
-    if len(guard_params) + sum(map(len, map(operator.itemgetter(1), batch))) > sending.ONE_STATEMENT_PARAMS:
+    if len(guard_params) + joining.value_count(batch) > sending.ONE_STATEMENT_PARAMS:
         raise NeedsLock("a write too large for one statement")
     if guard_text is None:
         _sent(*joining.one_statement(batch))

@@ -25,11 +25,6 @@ def _values_of(model):
     return backend.field_values(written_fields(model))
 
 
-def _values(model, obj) -> tuple:
-    """The written fields' values of `obj`."""
-    return _values_of(model)(obj)
-
-
 @functools.cache
 def _json_positions(model) -> tuple[int, ...]:
     """Where in `written_fields(model)` the JSON fields are: the only values a write can change in place."""
@@ -71,7 +66,7 @@ def remember(obj, *, by_identity: frozenset = frozenset()):
     compared by identity instead (a large document a write only ever replaces, never alters).
     """
     model = type(obj)
-    obj.loaded_values = _kept(model, _values(model, obj), by_identity)
+    obj.loaded_values = _kept(model, _values_of(model)(obj), by_identity)
     obj.loaded_by_identity = by_identity
     return obj
 
